@@ -1,0 +1,54 @@
+"""ferry: every model and tensor on the right device, and no training run ever lost.
+
+The public API at a glance; see README.md for a quickstart.
+"""
+
+from ferry.checkpoint.checkpointer import Checkpointer
+from ferry.checkpoint.format import load, save
+from ferry.checkpoint.state_dict import LoadReport, load_state_dict
+from ferry.devices import DeviceRecord, describe_devices, pick_device
+from ferry.errors import (
+    CheckpointError,
+    CheckpointWarning,
+    CorruptCheckpointError,
+    DeviceError,
+    DeviceMismatchError,
+    FerryError,
+    FerryWarning,
+    MixedDeviceError,
+    PlacementWarning,
+    StateDictMismatchError,
+    UnsafeCheckpointError,
+)
+from ferry.placement import DeviceReport, check_devices, module_device, offload, place, to_device
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CheckpointError",
+    "CheckpointWarning",
+    "Checkpointer",
+    "CorruptCheckpointError",
+    "DeviceError",
+    "DeviceMismatchError",
+    "DeviceRecord",
+    "DeviceReport",
+    "FerryError",
+    "FerryWarning",
+    "LoadReport",
+    "MixedDeviceError",
+    "PlacementWarning",
+    "StateDictMismatchError",
+    "UnsafeCheckpointError",
+    "__version__",
+    "check_devices",
+    "describe_devices",
+    "load",
+    "load_state_dict",
+    "module_device",
+    "offload",
+    "pick_device",
+    "place",
+    "save",
+    "to_device",
+]

@@ -1,0 +1,2 @@
+"""ferry's command line (placeholder)."""
+def run() -> None: raise NotImplementedError

@@ -1,0 +1,133 @@
+"""Every error and warning ferry raises.
+
+The tree::
+
+    FerryError                      base of everything ferry raises
+    ├── DeviceError                 a device this machine cannot serve, or tensors on the wrong device
+    │   ├── MixedDeviceError        one module's parameters/buffers live on several devices
+    │   └── DeviceMismatchError     parameters, buffers or inputs not on the module's device
+    ├── CheckpointError             a checkpoint cannot be written, found or restored
+    │   ├── CorruptCheckpointError  a file is truncated, bit-flipped, or not a checkpoint at all
+    │   └── UnsafeCheckpointError   a pickle that needs arbitrary code to load (opt in with ``trusted=True``)
+    └── StateDictMismatchError      ``load_state_dict`` found missing, unexpected or mis-shaped keys
+
+    FerryWarning (UserWarning)
+    ├── PlacementWarning            something a move leaves behind (plain tensor attributes)
+    └── CheckpointWarning           a checkpoint skipped or a resume that may not be exact
+
+Every message says what happened (with the values), why, and the exact fix. Errors carry structured fields so
+programs can act on them without parsing the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ferry.checkpoint.state_dict import LoadReport
+
+__all__ = [
+    "CheckpointError",
+    "CheckpointWarning",
+    "CorruptCheckpointError",
+    "DeviceError",
+    "DeviceMismatchError",
+    "FerryError",
+    "FerryWarning",
+    "MixedDeviceError",
+    "PlacementWarning",
+    "StateDictMismatchError",
+    "UnsafeCheckpointError",
+]
+
+
+class FerryError(Exception):
+    """Base class of every error ferry raises; ``except ferry.FerryError`` catches them all."""
+
+
+class DeviceError(FerryError):
+    """A device that this machine cannot serve was asked for, or tensors are on the wrong device.
+
+    Attributes:
+        requested: The device spec that was asked for, as given (``None`` when not applicable).
+        available: The devices this machine does have, as strings (``["cpu", "cuda:0"]``).
+    """
+
+    def __init__(self, message: str, *, requested: object = None, available: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.requested = requested
+        self.available = list(available)
+
+
+class MixedDeviceError(DeviceError):
+    """A module's parameters and buffers live on more than one device.
+
+    Attributes:
+        devices: Each device (as a string) mapped to the dotted names of the tensors on it.
+    """
+
+    def __init__(self, message: str, *, devices: Mapping[str, Sequence[str]]) -> None:
+        super().__init__(message)
+        self.devices = {device: list(names) for device, names in devices.items()}
+
+
+class DeviceMismatchError(DeviceError):
+    """Tensors that should share a device do not.
+
+    Attributes:
+        mismatches: ``(name, device)`` pairs, one per tensor not on the expected device.
+        expected: The device they should be on, as a string.
+    """
+
+    def __init__(
+        self, message: str, *, mismatches: Sequence[tuple[str, str]] = (), expected: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.mismatches = list(mismatches)
+        self.expected = expected
+
+
+class CheckpointError(FerryError):
+    """A checkpoint cannot be written, found or restored.
+
+    Attributes:
+        path: The file or folder concerned, when there is one.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        super().__init__(message)
+        self.path = Path(path) if path is not None else None
+
+
+class CorruptCheckpointError(CheckpointError):
+    """A file is truncated, corrupted (checksum mismatch) or not a checkpoint at all."""
+
+
+class UnsafeCheckpointError(CheckpointError):
+    """A pickled checkpoint needs arbitrary code to load; ``trusted=True`` is the explicit opt-in."""
+
+
+class StateDictMismatchError(FerryError):
+    """A state_dict does not fit a module: missing, unexpected or shape-mismatched keys.
+
+    Attributes:
+        report: The full :class:`ferry.LoadReport` (``missing``, ``unexpected``, ``mismatched``, suggestions).
+    """
+
+    def __init__(self, message: str, *, report: LoadReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class FerryWarning(UserWarning):
+    """Base class of every warning ferry issues."""
+
+
+class PlacementWarning(FerryWarning):
+    """A move left something behind, e.g. plain tensor attributes that ``Module.to`` does not move."""
+
+
+class CheckpointWarning(FerryWarning):
+    """A checkpoint was skipped (does not verify) or a resume may not be exact; the message names the folder."""
