@@ -21,6 +21,7 @@ programs can act on them without parsing the message.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -96,7 +97,7 @@ class CheckpointError(FerryError):
         path: The file or folder concerned, when there is one.
     """
 
-    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None) -> None:
         super().__init__(message)
         self.path = Path(path) if path is not None else None
 
