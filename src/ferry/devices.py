@@ -11,8 +11,8 @@ Three public functions:
 Resolving and picking never initialise CUDA (see :func:`pick_device` for how), so a process may still fork workers
 that use the GPU. Describing does initialise it.
 
-Every function that looks at the machine has a private twin taking the machine as an argument (``probe``,
-``environ``), so tests can fake two GPUs or a torchrun environment without monkeypatching torch.
+Resolving and picking have private twins that take the machine as arguments (``probe``, ``environ``), and the CPU
+record takes the procfs paths, so tests can fake two GPUs or a torchrun environment without monkeypatching torch.
 """
 
 from __future__ import annotations
@@ -229,10 +229,11 @@ def _device_of_rank(local_rank: str, accelerators: _Accelerators) -> torch.devic
         return torch.device("cpu")
     if rank >= accelerators.count:
         kind, count = accelerators.type, accelerators.count
+        processes = "1 process" if count == 1 else f"{count} processes"
         raise DeviceError(
             f"{_ENV_LOCAL_RANK}={rank} but this machine has {count} {kind} device(s) "
             f"({', '.join(available[:-1])}): processes would share a device, which is slow and runs out of memory. "
-            f"Launch at most {count} processes per node (torchrun --nproc-per-node={count}), or, if each process "
+            f"Launch at most {processes} per node (torchrun --nproc-per-node={count}), or, if each process "
             f"was given its own device (CUDA_VISIBLE_DEVICES per rank), set {_ENV_DEVICE}={kind}:0.",
             requested=f"{kind}:{rank}",
             available=available,
