@@ -1,9 +1,629 @@
-"""Moving tensors, batches, modules and optimizer state between devices (placeholder, being written)."""
-# ruff: noqa
-from typing import Any
-DeviceReport: Any = None
-def to_device(obj: Any, device: Any, *, dtype: Any = None, non_blocking: bool = False) -> Any: raise NotImplementedError
-def module_device(module: Any) -> Any: raise NotImplementedError
-def place(module: Any, device: Any, *, optimizer: Any = None, dtype: Any = None) -> Any: raise NotImplementedError
-def offload(module: Any) -> Any: raise NotImplementedError
-def check_devices(module: Any, *args: Any, **kwargs: Any) -> Any: raise NotImplementedError
+"""Moving tensors, batches, modules and optimizer state between devices.
+
+``to_device`` rebuilds every container it passes through. Plain dicts, lists and tuples in the first 64 levels are
+walked by recursion, the fastest way in CPython; everything else (other containers, deeper levels) by an explicit
+stack, so nesting depth is bounded by memory, not by Python's recursion limit. How an object is taken apart and
+rebuilt depends only on its type, so that decision is cached per type.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import json
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import torch
+from torch import nn
+
+from ferry.devices import DeviceLike, resolve_device
+from ferry.errors import DeviceMismatchError, MixedDeviceError, PlacementWarning
+
+__all__ = ["DeviceReport", "check_devices", "module_device", "offload", "place", "to_device"]
+
+T = TypeVar("T")
+M = TypeVar("M", bound=nn.Module)
+
+_CPU = torch.device("cpu")
+_SHOWN = 3  # tensor names listed per device in MixedDeviceError
+_LISTED = 10  # mismatches listed in DeviceMismatchError
+
+# How to take an object apart, by type.
+_LEAF, _TENSOR, _MODULE, _HAS_TO, _DICT, _LIST, _TUPLE, _MAPPING, _NAMEDTUPLE, _TUPLE_SUB, _LIST_SUB, _DATACLASS = (
+    range(12)
+)
+_KINDS: dict[type, int] = {torch.Tensor: _TENSOR, dict: _DICT, list: _LIST, tuple: _TUPLE}
+_KINDS.update(dict.fromkeys((int, float, bool, complex, str, bytes, type(None), torch.device, torch.dtype), _LEAF))
+_MAX_CACHED = 4096  # classes made on the fly (namedtuple factories) must not grow the cache without bound
+
+
+def _kind_of(tp: type) -> int:
+    kind = _KINDS.get(tp)
+    if kind is not None:
+        return kind
+    if issubclass(tp, torch.Tensor):
+        kind = _TENSOR
+    elif issubclass(tp, nn.Module):
+        kind = _MODULE
+    elif callable(getattr(tp, "to", None)) and not issubclass(tp, type):
+        kind = _HAS_TO
+    elif issubclass(tp, Mapping):
+        kind = _MAPPING
+    elif issubclass(tp, tuple):
+        kind = _NAMEDTUPLE if hasattr(tp, "_fields") else _TUPLE_SUB
+    elif issubclass(tp, list):
+        kind = _LIST_SUB
+    elif dataclasses.is_dataclass(tp):
+        kind = _DATACLASS
+    else:
+        kind = _LEAF
+    if len(_KINDS) < _MAX_CACHED:
+        _KINDS[tp] = kind
+    return kind
+
+
+def _fields(obj: Any) -> list[str]:
+    """Names of the dataclass fields set on ``obj`` (``init=False`` fields included)."""
+    return [f.name for f in dataclasses.fields(obj) if hasattr(obj, f.name)]
+
+
+def _parts(obj: Any, kind: int) -> tuple[list[Any], list[Any] | None]:
+    """Children of a container, and the keys or field names needed to rebuild it."""
+    if kind == _DICT:
+        return list(obj.values()), None  # rebuilt from obj's own key order
+    if kind == _MAPPING:
+        keys = list(obj.keys())
+        return [obj[k] for k in keys], keys
+    if kind == _DATACLASS:
+        names = _fields(obj)
+        return [getattr(obj, n) for n in names], names
+    return list(obj), None
+
+
+def _rebuild(obj: Any, kind: int, keys: list[Any] | None, old: list[Any], values: list[Any]) -> Any:
+    """A new container like ``obj`` holding ``values`` instead of ``old`` (immutable ones: as-is if unchanged)."""
+    if kind == _DICT:
+        return dict(zip(obj, values, strict=True))
+    if kind == _LIST:
+        return values
+    if kind == _TUPLE:
+        return tuple(values)
+    immutable = kind in (_NAMEDTUPLE, _TUPLE_SUB) or (kind == _DATACLASS and type(obj).__dataclass_params__.frozen)
+    if immutable and all(new is was for new, was in zip(values, old, strict=True)):
+        return obj
+    if kind == _NAMEDTUPLE:
+        return type(obj)(*values)
+    if kind == _TUPLE_SUB:
+        return type(obj)(values)
+    if kind == _MAPPING and not isinstance(obj, dict):
+        try:
+            return type(obj)(dict(zip(keys or (), values, strict=True)))
+        except TypeError as err:
+            raise TypeError(
+                f"to_device cannot rebuild a {type(obj).__qualname__} ({err}). Give the class a .to(device) method, "
+                "or pass a dict instead."
+            ) from err
+    new = copy.copy(obj)  # keeps the class, default_factory, extra attributes and init=False fields
+    if kind == _LIST_SUB:
+        new[:] = values
+    elif kind == _DATACLASS:
+        for name, value in zip(keys or (), values, strict=True):
+            object.__setattr__(new, name, value)  # frozen dataclasses too
+    else:
+        for key, value in zip(keys or (), values, strict=True):
+            new[key] = value
+    return new
+
+
+class _Frame:
+    __slots__ = ("keys", "kind", "obj", "pending", "results", "values")
+
+    def __init__(self, obj: Any, kind: int) -> None:
+        self.obj = obj
+        self.kind = kind
+        self.values, self.keys = _parts(obj, kind)
+        self.pending = iter(self.values)  # resumes where it stopped when a child container is walked first
+        self.results: list[Any] = []
+
+
+_BUSY = object()  # memo entry of a container whose children are being moved
+_RECURSIVE = 64  # nesting levels moved by plain recursion before the explicit stack takes over
+
+
+class _Mover:
+    """One ``to_device`` call: target, options, and the memo that keeps shared tensors shared."""
+
+    __slots__ = ("device", "dtype", "keep", "memo", "non_blocking", "pageable", "plain", "sources", "to_cpu")
+
+    def __init__(self, device: torch.device, dtype: torch.dtype | None, non_blocking: bool) -> None:
+        self.device = device
+        self.dtype = dtype
+        self.non_blocking = non_blocking
+        self.to_cpu = non_blocking and device.type == "cpu"
+        # From pageable CPU memory to CUDA, the copy has read its source when it returns even if non_blocking
+        # (CUDA stages it), and the GPU stream orders every later use: safe, and it saves a synchronize per tensor.
+        self.pageable = not non_blocking and device.type == "cuda"
+        self.plain = dtype is None and not self.to_cpu  # no cast, no source devices to record
+        self.sources: set[torch.device] = set()
+        self.memo: dict[int, Any] = {}  # id(input) -> output; a tensor already in place is not recorded
+        self.keep: list[Any] = []  # children taken out of containers, alive so that their ids stay unique
+
+    def tensor(self, t: torch.Tensor) -> torch.Tensor:
+        moved: torch.Tensor | None = self.memo.get(id(t))
+        if moved is not None:
+            return moved
+        if self.to_cpu and t.device.type != "cpu":
+            self.sources.add(t.device)
+        non_blocking = self.non_blocking or (self.pageable and t.is_cpu and not t.is_pinned())
+        if self.dtype is not None and (t.is_floating_point() or t.is_complex()):
+            moved = t.to(self.device, self.dtype, non_blocking=non_blocking)
+        else:
+            moved = t.to(self.device, non_blocking=non_blocking)
+        if moved is not t:  # one already in place is shared anyway
+            self.memo[id(t)] = moved
+        return moved
+
+    def run(self, root: Any) -> Any:
+        """Move ``root``: plain dicts, lists and tuples near the top by recursion, the rest by :meth:`walk`."""
+        return _move(root, 0, self)
+
+    def visit(self, obj: Any) -> Any:
+        """Move a leaf and return it, or return a ``_Frame`` for a container still to be walked."""
+        tp = type(obj)
+        kind = _KINDS.get(tp)
+        if kind is None:
+            kind = _kind_of(tp)
+        if kind == _LEAF:
+            return obj
+        if kind == _TENSOR:
+            return self.tensor(obj)
+        moved = self.memo.get(id(obj))
+        if moved is _BUSY:
+            raise ValueError(f"to_device cannot move a structure that contains itself (a {tp.__name__}).")
+        if moved is not None:
+            return moved
+        if kind == _MODULE:
+            if self.to_cpu:
+                self.sources.update(t.device for t in itertools.chain(obj.parameters(), obj.buffers()))
+            moved = obj.to(device=self.device, dtype=self.dtype, non_blocking=self.non_blocking)
+        elif kind == _HAS_TO:
+            # blocking when copying to the CPU: ferry cannot tell which devices such an object reads from
+            if self.non_blocking and not self.to_cpu:
+                try:
+                    moved = obj.to(self.device, non_blocking=True)
+                except TypeError:  # its .to() takes no non_blocking
+                    moved = obj.to(self.device)
+            else:
+                moved = obj.to(self.device)
+            if moved is None:  # moved in place
+                moved = obj
+        else:
+            self.memo[id(obj)] = _BUSY
+            frame = _Frame(obj, kind)
+            self.keep.append(frame.values)
+            return frame
+        self.memo[id(obj)] = moved
+        return moved
+
+    def walk(self, root: Any) -> Any:
+        """Move ``root`` with an explicit stack: any container type, any depth."""
+        frame = self.visit(root)
+        if type(frame) is not _Frame:
+            return frame
+        stack = [frame]
+        tensor, visit, tensor_type = self.tensor, self.visit, torch.Tensor
+        while True:
+            append = frame.results.append
+            for child in frame.pending:
+                if type(child) is tensor_type:
+                    append(tensor(child))
+                    continue
+                moved = visit(child)
+                if type(moved) is _Frame:
+                    stack.append(moved)
+                    frame = moved
+                    break
+                append(moved)
+            else:
+                stack.pop()
+                out = self.memo[id(frame.obj)] = _rebuild(
+                    frame.obj, frame.kind, frame.keys, frame.values, frame.results
+                )
+                if not stack:
+                    return out
+                frame = stack[-1]
+                frame.results.append(out)
+
+    def finish(self) -> None:
+        """Wait for asynchronous copies to land, once per source device (pytorch#139550)."""
+        if not self.non_blocking:
+            return
+        if self.device.type == "mps":
+            torch.mps.synchronize()
+        for source in self.sources:
+            if source.type == "cuda":
+                torch.cuda.synchronize(source)
+            elif source.type == "mps":
+                torch.mps.synchronize()
+            elif hasattr(torch, "accelerator"):  # torch >= 2.6
+                torch.accelerator.synchronize(source)
+            else:
+                getattr(torch, source.type).synchronize(source)
+
+
+def _move(obj: Any, depth: int, mover: _Mover) -> Any:
+    """The fast path of :meth:`_Mover.run`: a module-level function, as a recursive closure would be a ref cycle."""
+    tp = type(obj)
+    if tp is torch.Tensor and mover.plain:  # _Mover.tensor, inlined
+        key = id(obj)
+        moved = mover.memo.get(key)
+        if moved is None:
+            if mover.non_blocking or (mover.pageable and obj.is_cpu and not obj.is_pinned()):
+                moved = obj.to(mover.device, non_blocking=True)
+            else:
+                moved = obj.to(mover.device)
+            if moved is not obj:
+                mover.memo[key] = moved
+        return moved
+    if depth > _RECURSIVE or not (tp is dict or tp is list or tp is tuple):
+        return mover.walk(obj)  # any type, any depth; also catches a structure that contains itself
+    key = id(obj)
+    moved = mover.memo.get(key)
+    if moved is None:
+        depth += 1
+        if tp is dict:
+            moved = {k: _move(v, depth, mover) for k, v in obj.items()}
+        elif tp is list:
+            moved = [_move(v, depth, mover) for v in obj]
+        else:
+            moved = tuple([_move(v, depth, mover) for v in obj])
+        mover.memo[key] = moved
+    return moved
+
+
+def _check_dtype(dtype: torch.dtype | None) -> None:
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise TypeError(
+            f"dtype must be a floating point or complex dtype, got {dtype}: like Module.to, ferry casts only "
+            "floating point and complex tensors. Pass e.g. dtype=torch.bfloat16, or cast that tensor yourself."
+        )
+
+
+def to_device(obj: T, device: DeviceLike, *, dtype: torch.dtype | None = None, non_blocking: bool = False) -> T:
+    """Return ``obj`` with every tensor in it on ``device``.
+
+    Walks tensors, ``dict`` (``OrderedDict``, ``defaultdict`` with its ``default_factory``, other mappings),
+    ``list``, ``tuple``, namedtuples and dataclass instances (frozen ones too; fields are set on a shallow copy, so
+    ``__init__``/``__post_init__`` do not run again), to any depth. Containers are rebuilt: ``obj`` itself is not
+    modified; a namedtuple, tuple subclass (``torch.Size``) or frozen dataclass in which nothing moved comes back
+    as the same object. Objects with their own ``.to(device)`` (HF ``BatchEncoding``, PyG ``Data``) are handed to
+    it; if it moves in place and returns ``None``, the object itself is returned. An ``nn.Module`` is moved in place
+    and returned, as ``Module.to`` does. Anything else passes through untouched. A tensor or container that occurs
+    twice comes back as one object in both places.
+
+    Each tensor is moved with ``Tensor.to``, so one already on ``device`` (with the right dtype) is returned as-is,
+    not copied, and an ``nn.Parameter`` that has to move comes back as a plain tensor.
+
+    Args:
+        obj: A tensor, or a nested structure holding tensors.
+        device: Target device, e.g. ``"cuda:1"`` or ``"meta"``.
+        dtype: If given, floating point and complex tensors are cast to it; integer and bool tensors keep their
+            dtype (as with ``Module.to``). Objects with their own ``.to`` are only moved, not cast.
+        non_blocking: Copy asynchronously where possible. Copies to the CPU are waited for (one synchronize per
+            source device) before returning, so the result never holds stale data. Copies from pageable (not
+            pinned) CPU memory to CUDA are issued non-blocking either way, as Lightning does: CUDA has read the
+            source when the call returns and orders later GPU work after the copy, so this only saves a wait.
+
+    Returns:
+        The same structure and container types as ``obj``, every tensor on ``device``.
+
+    Raises:
+        DeviceError: ``device`` does not exist on this machine.
+        TypeError: ``dtype`` is not a floating point or complex dtype, or a mapping type cannot be rebuilt.
+        ValueError: ``obj`` contains itself.
+
+    Example:
+        >>> batch = {"x": torch.ones(2, 3), "ids": [torch.arange(3)], "name": "a"}
+        >>> out = to_device(batch, "meta", dtype=torch.float16)
+        >>> out["x"].device, out["x"].dtype, out["ids"][0].dtype, out["name"]
+        (device(type='meta'), torch.float16, torch.int64, 'a')
+    """
+    _check_dtype(dtype)
+    mover = _Mover(resolve_device(device), dtype, non_blocking)
+    out: T = mover.run(obj)
+    mover.finish()
+    return out
+
+
+def _canonical(device: torch.device) -> torch.device:
+    if device.index is None and device.type not in ("cpu", "meta"):
+        return torch.device(device.type, 0)
+    return device
+
+
+def _named_tensors(module: nn.Module) -> Iterator[tuple[str, torch.Tensor]]:
+    return itertools.chain(module.named_parameters(), module.named_buffers())
+
+
+def module_device(module: nn.Module) -> torch.device:
+    """Return the one device that holds all of ``module``'s parameters and buffers.
+
+    Unlike ``next(module.parameters()).device``, never raises ``StopIteration`` and never lies about a module
+    split over several devices.
+
+    Args:
+        module: Any module.
+
+    Returns:
+        The canonical device (``cuda:0``, never bare ``cuda``) of the parameters and buffers; ``cpu`` for a module
+        that has neither (``nn.ReLU``), since that is where its outputs would be made from CPU inputs.
+
+    Raises:
+        MixedDeviceError: The parameters and buffers are on more than one device; the message names each device with
+            the first tensors on it. For model parallelism on purpose, ask each part for its device instead.
+
+    Example:
+        >>> module_device(nn.Linear(2, 2).to("meta")), module_device(nn.ReLU())
+        (device(type='meta'), device(type='cpu'))
+    """
+    devices = {_canonical(t.device) for t in itertools.chain(module.parameters(), module.buffers())}
+    if len(devices) <= 1:
+        return devices.pop() if devices else _CPU
+    names: dict[str, list[str]] = {}
+    for name, t in _named_tensors(module):
+        names.setdefault(str(_canonical(t.device)), []).append(name)
+    listed = "; ".join(
+        f"{device}: {', '.join(found[:_SHOWN])}" + (f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else "")
+        for device, found in names.items()
+    )
+    raise MixedDeviceError(
+        f"{type(module).__name__} has parameters and buffers on {len(names)} devices ({listed}). A module runs on "
+        "one device: move all of it with ferry.place(model, device), or ask each part of a model that is split on "
+        "purpose for its own device.",
+        devices=names,
+    )
+
+
+def _left_behind(module: nn.Module, device: torch.device) -> list[str]:
+    """``path (device)`` of each plain tensor attribute (not a parameter or buffer) that is not on ``device``."""
+    return [
+        f"{prefix + '.' if prefix else ''}{name} ({value.device})"
+        for prefix, sub in module.named_modules()
+        for name, value in vars(sub).items()
+        if isinstance(value, torch.Tensor) and _canonical(value.device) != device
+    ]
+
+
+def _move_state(value: Any, param: torch.Tensor, key: Any, special_step: bool, cast: bool) -> Any:
+    """Move one optimizer state entry next to its parameter, as ``Optimizer.load_state_dict`` would."""
+    if key == "step" and isinstance(value, torch.Tensor):
+        # torch keeps the scalar step on the CPU unless the optimizer is fused or capturable (pytorch#74424)
+        return value.to(param.device, torch.float32) if special_step else value
+    dtype = param.dtype if cast and param.is_floating_point() else None
+    return _Mover(param.device, dtype, False).run(value)
+
+
+def _repoint(optimizer: torch.optim.Optimizer, new: dict[int, nn.Parameter], cast: bool) -> None:
+    """Point ``optimizer`` at the moved parameters and move its state next to them."""
+    special: dict[int, bool] = {}
+    for group in optimizer.param_groups:
+        group["params"][:] = [new.get(id(p), p) for p in group["params"]]
+        flag = bool(group.get("fused") or group.get("capturable"))
+        special.update((id(p), flag) for p in group["params"])
+    entries = list(optimizer.state.items())
+    optimizer.state.clear()  # keep the object: a scheduler or wrapper may hold it
+    for param, state in entries:
+        param = new.get(id(param), param)
+        optimizer.state[param] = (
+            {k: _move_state(v, param, k, special.get(id(param), False), cast) for k, v in state.items()}
+            if isinstance(state, dict)
+            else state
+        )
+
+
+def _place(module: M, device: torch.device, optimizer: torch.optim.Optimizer | None, dtype: torch.dtype | None) -> M:
+    before = list(module.named_parameters(remove_duplicate=False))  # also keeps the old Parameters alive
+    module.to(device=device, dtype=dtype)
+    if optimizer is not None:
+        after = dict(module.named_parameters(remove_duplicate=False))
+        new: dict[int, nn.Parameter] = {}
+        for name, old in before:
+            new.setdefault(id(old), after[name])
+        _repoint(optimizer, new, cast=dtype is not None)
+    left = _left_behind(module, device)
+    if left:
+        warnings.warn(
+            f"{type(module).__name__} is now on {device}, but Module.to does not move plain tensor attributes: "
+            f"{', '.join(left)} stayed behind. Register each as a buffer so it moves with the module: "
+            'self.register_buffer("name", tensor, persistent=False).',
+            PlacementWarning,
+            stacklevel=3,
+        )
+    return module
+
+
+def place(
+    module: M,
+    device: DeviceLike,
+    *,
+    optimizer: torch.optim.Optimizer | None = None,
+    dtype: torch.dtype | None = None,
+) -> M:
+    """Move ``module`` to ``device`` in place, with its optimizer state, and return it.
+
+    The module moves as with ``Module.to(device, dtype)``: parameters, buffers and gradients; ``dtype`` casts
+    floating point and complex ones only. ``Module.to`` never touches optimizer state (pytorch#2830); ``place`` moves
+    each state tensor next to its parameter (cast to the parameter's dtype when ``dtype`` is given), except that
+    the scalar ``step`` stays on the CPU unless the optimizer is fused or capturable, as ``Optimizer.load_state_dict``
+    does, so the next ``optimizer.step()`` works. Moves to some devices (``meta`` among them) make new Parameter
+    objects; the optimizer's ``param_groups`` and ``state`` are repointed to them, matched by parameter name.
+
+    Args:
+        module: The module to move; it is changed in place.
+        device: Target device, e.g. ``"cuda:0"``.
+        optimizer: The module's optimizer, if any; its parameters may also include ones from other modules.
+        dtype: Floating point or complex dtype to cast to.
+
+    Returns:
+        ``module`` itself.
+
+    Raises:
+        DeviceError: ``device`` does not exist on this machine.
+        TypeError: ``dtype`` is not a floating point or complex dtype.
+
+    Warns:
+        PlacementWarning: Plain tensor attributes of the module or its submodules (neither parameters nor buffers)
+            were left on another device; the message names their paths, e.g. ``encoder.cache``.
+
+    Example:
+        >>> model = nn.Linear(2, 2)
+        >>> place(model, "meta", dtype=torch.float16) is model, model.weight.device, model.weight.dtype
+        (True, device(type='meta'), torch.float16)
+    """
+    _check_dtype(dtype)
+    return _place(module, resolve_device(device), optimizer, dtype)
+
+
+def offload(module: M) -> M:
+    """Move ``module`` to the CPU in place, like ``place(module, "cpu")``, and free the accelerator's cached memory.
+
+    The caching allocator's free blocks go back to the driver (``torch.cuda.empty_cache()``; the MPS or other
+    accelerator equivalent when the module was on one). CUDA is never initialised by this call. Memory still
+    referenced elsewhere, e.g. by optimizer state, stays allocated: move that first with
+    ``place(module, "cpu", optimizer=optimizer)``.
+
+    Args:
+        module: The module to move; it is changed in place.
+
+    Returns:
+        ``module`` itself, on the CPU.
+
+    Warns:
+        PlacementWarning: Plain tensor attributes were left on another device (see :func:`place`).
+
+    Example:
+        >>> offload(nn.Linear(2, 2)).weight.device
+        device(type='cpu')
+    """
+    sources = {t.device.type for t in itertools.chain(module.parameters(), module.buffers())}
+    _place(module, _CPU, None, None)
+    if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]  # does not initialise CUDA
+        torch.cuda.empty_cache()
+    for kind in sources - {"cpu", "meta", "cuda"}:
+        backend = getattr(torch, kind, None)
+        if backend is not None and hasattr(backend, "empty_cache"):
+            backend.empty_cache()
+    return module
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceReport:
+    """Where a module's tensors and its inputs are, from :func:`check_devices`.
+
+    Attributes:
+        device: The module's device: where most of its parameters and buffers are (``cpu`` if it has none).
+        mismatches: ``(name, device)`` for each parameter, buffer or input tensor not on ``device``: dotted names
+            for the module's tensors (``encoder.weight``), argument paths for inputs (``args[0]["input_ids"]``).
+    """
+
+    device: torch.device
+    mismatches: tuple[tuple[str, torch.device], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when every tensor is on :attr:`device`."""
+        return not self.mismatches
+
+    def raise_if_bad(self) -> None:
+        """Raise if any tensor is not on :attr:`device`.
+
+        Raises:
+            DeviceMismatchError: Listing each misplaced tensor with its device, and the fix.
+        """
+        if self.ok:
+            return
+        listed = ", ".join(f"{name} ({device})" for name, device in self.mismatches[:_LISTED])
+        if len(self.mismatches) > _LISTED:
+            listed += f" and {len(self.mismatches) - _LISTED} more"
+        fixes = []
+        if any(name.startswith(("args[", "kwargs[")) for name, _ in self.mismatches):
+            fixes.append(f'batch = ferry.to_device(batch, "{self.device}")')
+        if any(not name.startswith(("args[", "kwargs[")) for name, _ in self.mismatches):
+            fixes.append(f'ferry.place(model, "{self.device}")')
+        raise DeviceMismatchError(
+            f"{len(self.mismatches)} tensor(s) not on the module's device {self.device}: {listed}. The forward pass "
+            f"would fail with a device mismatch. Move them: {' and '.join(fixes)}.",
+            mismatches=[(name, str(device)) for name, device in self.mismatches],
+            expected=str(self.device),
+        )
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"all tensors on {self.device}"
+        lines = [f"{len(self.mismatches)} tensor(s) not on {self.device}:"]
+        lines += [f"  {name}: {device}" for name, device in self.mismatches]
+        return "\n".join(lines)
+
+
+def _key(key: Any) -> str:
+    return json.dumps(key, ensure_ascii=False) if isinstance(key, str) else repr(key)
+
+
+def _input_tensors(roots: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, torch.Tensor]]:
+    """``(path, tensor)`` for every tensor in nested inputs, walked like ``to_device`` walks them, depth first."""
+    stack = list(roots)[::-1]
+    seen: set[int] = set()
+    while stack:
+        path, obj = stack.pop()
+        kind = _kind_of(type(obj))
+        if kind == _TENSOR:
+            yield path, obj
+            continue
+        if kind == _HAS_TO and isinstance(obj, Mapping):
+            kind = _MAPPING  # e.g. BatchEncoding: look inside rather than skip it
+        if kind in (_LEAF, _MODULE, _HAS_TO) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        values, keys = _parts(obj, kind)
+        if kind in (_DATACLASS, _NAMEDTUPLE):
+            names = [f"{path}.{name}" for name in keys or obj._fields]
+        elif keys is not None or kind == _DICT:
+            names = [f"{path}[{_key(key)}]" for key in (obj if keys is None else keys)]
+        else:
+            names = [f"{path}[{i}]" for i in range(len(values))]
+        stack.extend(reversed(list(zip(names, values, strict=True))))
+
+
+def check_devices(module: nn.Module, /, *args: Any, **kwargs: Any) -> DeviceReport:
+    """Report every parameter, buffer and input tensor that is not on ``module``'s device.
+
+    Call it with the arguments you would pass to ``module(...)``; nested inputs are walked as :func:`to_device`
+    walks them. Unlike :func:`module_device` this never raises: for a module split over several devices, its device
+    is the one holding most of its parameters and buffers (the first seen on a tie), and the others are reported.
+
+    Args:
+        module: The module that would run.
+        *args: Positional inputs, reported as ``args[0]``, ``args[0]["input_ids"]``, ``args[1].mask``, ...
+        **kwargs: Keyword inputs, reported as ``kwargs["mask"]``.
+
+    Returns:
+        A :class:`DeviceReport`; call ``.raise_if_bad()`` on it to fail loudly.
+
+    Example:
+        >>> report = check_devices(nn.Linear(2, 2), torch.ones(1, 2, device="meta"), mask=torch.ones(1))
+        >>> report.ok, report.mismatches
+        (False, (('args[0]', device(type='meta')),))
+    """
+    named = [(name, _canonical(t.device)) for name, t in _named_tensors(module)]
+    counts = Counter(device for _, device in named)
+    device = counts.most_common(1)[0][0] if counts else _CPU
+    inputs = itertools.chain(
+        ((f"args[{i}]", arg) for i, arg in enumerate(args)), ((f"kwargs[{_key(k)}]", v) for k, v in kwargs.items())
+    )
+    found = [(name, d) for name, d in named if d != device]
+    found += [(name, d) for name, t in _input_tensors(inputs) if (d := _canonical(t.device)) != device]
+    return DeviceReport(device, tuple(found))
