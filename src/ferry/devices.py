@@ -187,7 +187,21 @@ def resolve_device(spec: DeviceLike) -> torch.device:
         >>> resolve_device(torch.device("meta"))
         device(type='meta')
     """
-    return _resolve_device(spec, probe=_probe)
+    cached = _RESOLVED.get(spec) if isinstance(spec, (str, torch.device)) else None
+    if cached is not None:
+        return cached
+    device = _resolve_device(spec, probe=_probe)
+    if isinstance(spec, torch.device) and (spec.index is not None or spec.type in _UNINDEXED):
+        _RESOLVED[spec] = device
+    elif isinstance(spec, str) and (":" in spec or device.type in _UNINDEXED):
+        _RESOLVED[spec] = device
+    return device
+
+
+#: Specs already resolved that name one fixed device (an explicit index, or cpu/meta): devices do not disappear
+#: from a running process, so they need no second probe. Bare types ("cuda") are not cached: they follow the
+#: current device.
+_RESOLVED: dict[str | torch.device, torch.device] = {}
 
 
 def _pick_device(spec: DeviceLike | None, *, environ: Mapping[str, str], probe: _Probe) -> torch.device:

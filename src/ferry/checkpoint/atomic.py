@@ -54,10 +54,15 @@ def replace_durably(tmp: Path, final: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+def atomic_file(path: str | os.PathLike[str], *, buffering: int = -1) -> Iterator[BinaryIO]:
     """Open a temporary file beside ``path`` for binary writing; on success commit it durably to ``path``.
 
     On any exception inside the block the temporary file is removed and ``path`` is left as it was.
+
+    Args:
+        path: The final file name.
+        buffering: Passed to ``open``: ``0`` gives an unbuffered ``FileIO`` (for writers that seek and write large
+            buffers themselves), ``-1`` the default buffered writer.
 
     Yields:
         The open temporary file.
@@ -68,7 +73,7 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     final = Path(path)
     tmp = temporary_name(final)
     try:
-        with open(tmp, "xb") as handle:
+        with open(tmp, "xb", buffering=buffering) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -1,5 +1,241 @@
-"""The ferry file format (placeholder, being written)."""
-# ruff: noqa
-from typing import Any
-def save(obj: Any, path: Any) -> None: raise NotImplementedError
-def load(path: Any, *, device: Any = "cpu", trusted: bool = False) -> Any: raise NotImplementedError
+"""The ferry file format: ``save``, ``load`` and ``verify``.
+
+A ferry file is a safetensors file (any safetensors reader opens it; each tensor is stored under its path in the
+saved structure, e.g. ``model/layer.weight``) whose ``__metadata__`` also holds the structure itself as JSON (so
+dicts with int keys, tuples, OrderedDicts and plain values such as ``inf`` come back exactly), a CRC-32 of every
+tensor, and a checksum of the header. No pickle is involved. The byte layout is in ``layout.py`` (written by
+``writer.py``, read by ``reader.py``), the structure encoding in ``tree.py``, ``torch.save`` files in ``legacy.py``.
+
+Writes are atomic and durable: a temporary file in the same folder, fsync, ``os.replace``, fsync of the folder.
+A crash at any moment leaves the previous file or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import torch
+
+from ferry.checkpoint import layout, legacy, reader, tree, writer
+from ferry.devices import DeviceLike, resolve_device
+from ferry.errors import CheckpointError, CorruptCheckpointError
+
+__all__ = ["load", "save", "verify"]
+
+#: How many leading bytes are read to tell the kinds of file apart.
+_SNIFF = 512
+
+
+def save(obj: object, path: str | os.PathLike[str]) -> None:
+    """Write ``obj`` to ``path`` as one safetensors file, atomically and durably; mirrors ``torch.save(obj, f)``.
+
+    Tensors are stored once per storage (tied weights stay tied), contiguous, in their own dtype; tensors on an
+    accelerator are copied to the CPU one at a time while writing. A contiguous CPU tensor is written straight
+    from its memory, without a copy. ``nn.Parameter`` values come back as parameters (with their
+    ``requires_grad``); other tensors come back detached, like a ``state_dict``. The file is first written under
+    a temporary name in the same folder, fsynced, renamed over ``path`` and the folder fsynced: if anything fails
+    (or the process dies) ``path`` keeps what it held before, and a failed save removes its temporary file.
+
+    Args:
+        obj: A tensor, or any nesting of dict, ``OrderedDict``, list and tuple holding tensors and plain values
+            (None, bool, int, float including inf and nan, str; also ``torch.Size``, ``torch.dtype``,
+            ``torch.device``). Dict keys may be str, int, bool, float or None: e.g. a model and optimizer
+            ``state_dict``. Tensors may be on any device except ``meta``, in any dtype safetensors stores (F64,
+            F32, F16, BF16, F8_*, F4, C64, I64..I8, U64..U8, BOOL).
+        path: The file to write; its folder must exist.
+
+    Raises:
+        CheckpointError: a value that is not a tensor or plain value (the message gives its path in ``obj`` and
+            the conversion to make), a tensor on ``meta`` or of an unsupported kind or dtype, or a file-system
+            failure (missing folder, full disk, permissions; ``path`` is then unchanged).
+
+    Example:
+        >>> import tempfile, torch, ferry
+        >>> folder = tempfile.mkdtemp()
+        >>> ferry.save({"step": 3, "weight": torch.ones(2)}, f"{folder}/ckpt.safetensors")
+        >>> ferry.load(f"{folder}/ckpt.safetensors")
+        {'step': 3, 'weight': tensor([1., 1.])}
+    """
+    target = Path(path)
+    encoded = tree.encode(obj, target)
+    try:
+        writer.write_file(target, encoded.tree_json, encoded.blobs)
+    except OSError as err:
+        raise _write_error(target, err) from err
+
+
+def load(path: str | os.PathLike[str], *, device: DeviceLike = "cpu", trusted: bool = False) -> Any:
+    """Read a checkpoint, verifying it, with every tensor on ``device``; mirrors ``torch.load(f, map_location=)``.
+
+    Reads ferry files (every checksum is verified), plain safetensors files (returned as a flat dict name ->
+    tensor) and ``torch.save`` files (zip or legacy pickle, detected by content), the latter through torch's
+    restricted unpickler. Tensors come back on ``device`` whatever device they were saved from, so a file saved
+    on a GPU loads on a machine without one.
+
+    Args:
+        path: The file.
+        device: Where to put the tensors (``"cpu"``, ``"cuda:1"``, ``"meta"``, ...), like ``map_location``.
+        trusted: Only for ``torch.save`` files whose origin you trust: run their pickle unrestricted
+            (``weights_only=False``), which can execute any code the file contains.
+
+    Returns:
+        The saved object: same containers, key types, plain values and tensor sharing as when saved.
+
+    Raises:
+        CorruptCheckpointError: the file is truncated, fails a checksum (the message names the tensor and both
+            checksums), or is not a checkpoint at all (empty, junk, another kind of file).
+        UnsafeCheckpointError: a pickle that would run code (the message names the global); see ``trusted``.
+        CheckpointError: the file is missing or unreadable, is a TorchScript archive (use ``torch.jit.load``), or
+            was written by a newer ferry.
+        DeviceError: ``device`` does not exist on this machine.
+    """
+    target_device = resolve_device(device)
+    file = Path(path)
+    with _open(file) as (handle, size):
+        head = handle.read(_SNIFF)
+        if layout.looks_like_safetensors(head):
+            return _load_safetensors(handle, file, size, target_device)
+        kind = legacy.sniff(head)
+        if kind is not None:
+            return legacy.load_torch_file(handle, file, kind, target_device, trusted)
+        raise _not_a_checkpoint(file, head, size)
+
+
+def verify(path: str | os.PathLike[str]) -> None:
+    """Check a checkpoint without building it: header, offsets, size and every checksum, streaming the file.
+
+    For plain safetensors files (no ferry checksums) the header, offsets and size are checked. For ``torch.save``
+    zip files the CRC-32 of every entry is checked; a legacy pickle is checked by loading it on the CPU.
+
+    Raises:
+        CorruptCheckpointError: as :func:`load` (names the file, the tensor, the expected and computed checksum).
+        CheckpointError: the file is missing or unreadable, a TorchScript archive, or from a newer ferry.
+        UnsafeCheckpointError: a legacy pickle that would run code.
+    """
+    file = Path(path)
+    with _open(file) as (handle, size):
+        head = handle.read(_SNIFF)
+        if layout.looks_like_safetensors(head):
+            header = reader.read_header(handle, file, size)
+            if header.is_ferry:
+                tree.decode(header.metadata[layout.TREE_KEY], _numels(header), None, file)
+            reader.verify_data(handle, header)
+            return
+        kind = legacy.sniff(head)
+        if kind is None:
+            raise _not_a_checkpoint(file, head, size)
+        legacy.verify_torch_file(handle, file, kind)
+
+
+def _numels(header: layout.Header) -> dict[str, int]:
+    numels = {}
+    for entry in header.entries:
+        count = 1
+        for dim in entry.shape:
+            count *= dim
+        numels[entry.name] = count
+    return numels
+
+
+def _load_safetensors(handle: BinaryIO, file: Path, size: int, device: torch.device) -> Any:
+    header = reader.read_header(handle, file, size)
+    if header.is_ferry:  # check the tree before reading gigabytes of data
+        tree.decode(header.metadata[layout.TREE_KEY], _numels(header), None, file)
+    tensors = reader.read_tensors(handle, header)
+    if device.type != "cpu":
+        tensors = {name: tensor.to(device) for name, tensor in tensors.items()}
+    if not header.is_ferry:
+        return tensors
+    return tree.decode(header.metadata[layout.TREE_KEY], _numels(header), tensors, file)
+
+
+@contextlib.contextmanager
+def _open(file: Path) -> Iterator[tuple[BinaryIO, int]]:
+    try:
+        handle = open(file, "rb")  # noqa: SIM115 - closed below; the with block must not catch the body's errors
+        size = os.fstat(handle.fileno()).st_size
+    except FileNotFoundError as err:
+        raise CheckpointError(
+            f"no checkpoint at {str(file)!r}: the file does not exist (working directory {os.getcwd()!r}). "
+            "Check the path; a Checkpointer folder is opened with the Checkpointer, not ferry.load.",
+            path=file,
+        ) from err
+    except IsADirectoryError as err:
+        raise CheckpointError(
+            f"{str(file)!r} is a folder, not a checkpoint file. Pass the path of a file inside it.", path=file
+        ) from err
+    except OSError as err:
+        raise CheckpointError(
+            f"cannot open {str(file)!r}: {err.strerror or err}. Check that the file is readable by this user.",
+            path=file,
+        ) from err
+    with handle:
+        try:
+            yield handle, size
+        except OSError as err:
+            raise CheckpointError(
+                f"reading {str(file)!r} failed: {err.strerror or err}. The disk or network file system returned "
+                "an error; check it, then retry.",
+                path=file,
+            ) from err
+
+
+def _write_error(file: Path, err: OSError) -> CheckpointError:
+    kept = "Nothing was changed at that path"
+    if isinstance(err, FileNotFoundError) and not file.parent.is_dir():
+        what = f"the folder {str(file.parent)!r} does not exist"
+        fix = f"Create it first: Path({str(file.parent)!r}).mkdir(parents=True, exist_ok=True)"
+    elif isinstance(err, IsADirectoryError) or file.is_dir():
+        what = "that path is a folder"
+        fix = "Save to a file name inside it"
+    elif err.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = f"the disk is full ({err.strerror})"
+        fix = "Free space (e.g. delete old checkpoints) or save to another disk"
+    elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        what = f"permission denied ({err.strerror})"
+        fix = "Save to a folder this user can write to"
+    else:
+        what = f"{type(err).__name__}: {err.strerror or err}"
+        fix = "Check the disk and the folder, then retry"
+    return CheckpointError(f"cannot save to {str(file)!r}: {what}. {kept}. {fix}.", path=file)
+
+
+_SIGNATURES = (
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"\x89HDF", "an HDF5 file (Keras?)"),
+    (b"\x1f\x8b", "gzip-compressed"),
+    (b"\x93NUMPY", "a NumPy .npy array"),
+    (b"GGUF", "a GGUF model file"),
+    (b"version https://git-lfs", "a Git LFS pointer: the real file was never downloaded (run git lfs pull)"),
+)
+
+
+def _not_a_checkpoint(file: Path, head: bytes, size: int) -> CorruptCheckpointError:
+    if size == 0:
+        return CorruptCheckpointError(
+            f"checkpoint {str(file)!r} is corrupt: the file is empty (0 bytes); a crash during an in-place write "
+            "or a failed copy leaves this. Restore the file from a copy, or load an earlier checkpoint.",
+            path=file,
+        )
+    if size < 9:
+        return CorruptCheckpointError(
+            f"checkpoint {str(file)!r} is corrupt: the file is {size} bytes, too short for any checkpoint: "
+            "truncated. Restore the file from a copy, or load an earlier checkpoint.",
+            path=file,
+        )
+    kind = next((name for magic, name in _SIGNATURES if head.startswith(magic)), None)
+    if kind is None and all(32 <= byte < 127 or byte in b"\t\r\n" for byte in head[:64]):
+        kind = "text"
+    looks = f", it looks like {kind}" if kind else ""
+    return CorruptCheckpointError(
+        f"{str(file)!r} is not a checkpoint{looks}: its {size} bytes start with {head[:16]!r}, which is neither a "
+        "safetensors file nor a torch.save zip or pickle. Check the path: ferry.load reads files written by "
+        "ferry.save, safetensors and torch.save.",
+        path=file,
+    )
