@@ -201,6 +201,11 @@ class Checkpointer:
                     "free disk space or fix permissions and save again.",
                     path=final,
                 ) from err
+            if isinstance(err, CheckpointError):
+                raise type(err)(
+                    f"saving step {step} to {str(final)!r} failed; the previous checkpoints are untouched. {err}",
+                    path=final,
+                ) from err
             raise
         self._prune(keep=final)
         return final

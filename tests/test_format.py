@@ -1,0 +1,714 @@
+"""ferry.save / ferry.load / verify: round trips, interop with safetensors readers, bad input, corruption, atomicity."""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import os
+import signal
+import struct
+import subprocess
+import sys
+import textwrap
+import time
+import zlib
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import safetensors
+import safetensors.torch
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ferry
+from ferry.checkpoint.atomic import TMP_MARKER
+from ferry.checkpoint.format import load, save, verify
+from ferry.checkpoint.layout import DTYPES
+from ferry.errors import CheckpointError, CorruptCheckpointError, DeviceError
+
+CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "checkpoints"
+
+
+# ---------------------------------------------------------------------------------------------------------- helpers
+
+
+def raw_bytes(tensor: torch.Tensor) -> bytes:
+    return tensor.detach().resolve_conj().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def assert_same(expected: Any, actual: Any, where: str = "obj") -> None:
+    """Exact equality: same types (bool vs int, tuple vs list, OrderedDict vs dict), nan == nan, tensor bytes."""
+    assert type(expected) is type(actual), f"{where}: {type(expected)} != {type(actual)}"
+    if isinstance(expected, torch.Tensor):
+        assert (expected.dtype, expected.shape) == (actual.dtype, actual.shape), where
+        assert raw_bytes(expected) == raw_bytes(actual), where
+    elif isinstance(expected, float):
+        assert (math.isnan(expected) and math.isnan(actual)) or (
+            expected == actual and math.copysign(1, expected) == math.copysign(1, actual)
+        ), where
+    elif isinstance(expected, (list, tuple)):
+        assert len(expected) == len(actual), where
+        for index, (a, b) in enumerate(zip(expected, actual, strict=True)):
+            assert_same(a, b, f"{where}[{index}]")
+    elif isinstance(expected, dict):
+        assert [(type(k), k) for k in expected if k == k] == [(type(k), k) for k in actual if k == k], where
+        for (key, a), b in zip(expected.items(), actual.values(), strict=True):
+            assert_same(a, b, f"{where}[{key!r}]")
+    else:
+        assert expected == actual, where
+
+
+def round_trip(obj: Any, path: Path) -> Any:
+    save(obj, path)
+    verify(path)
+    return load(path)
+
+
+def header_of(path: Path) -> tuple[int, dict[str, Any]]:
+    data = path.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    return length, json.loads(data[8 : 8 + length])
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if TMP_MARKER in p.name)
+
+
+def make_tensor(dtype: torch.dtype) -> torch.Tensor:
+    if dtype == getattr(torch, "float4_e2m1fn_x2", None):
+        return torch.arange(6, dtype=torch.uint8).reshape(2, 3).view(dtype)
+    if dtype == torch.bool:
+        return torch.tensor([[True, False, True], [False, False, True]])
+    if dtype.is_complex:
+        return torch.complex(torch.arange(6.0), -torch.arange(6.0)).reshape(2, 3).to(dtype)
+    return torch.arange(6, dtype=torch.int64).reshape(2, 3).to(dtype)
+
+
+# ------------------------------------------------------------------------------------------------------ round trips
+
+DTYPE_CASES = sorted(DTYPES.items())
+
+
+@pytest.mark.parametrize(("code", "dtype"), DTYPE_CASES, ids=[code for code, _ in DTYPE_CASES])
+def test_every_dtype_round_trips_and_opens_in_safetensors(tmp_path: Path, code: str, dtype: torch.dtype) -> None:
+    tensor = make_tensor(dtype)
+    path = tmp_path / "t.safetensors"
+    back = round_trip({"x": tensor}, path)
+    assert_same({"x": tensor}, back)
+    with safetensors.safe_open(str(path), framework="pt") as handle:
+        assert raw_bytes(handle.get_tensor("x")) == raw_bytes(tensor)
+    assert header_of(path)[1]["x"]["dtype"] == code
+
+
+SHAPE_CASES = {
+    "0-dim": torch.tensor(3.5),
+    "empty": torch.zeros(0),
+    "empty 2-d": torch.zeros(3, 0, dtype=torch.int32),
+    "transposed": torch.arange(12.0).reshape(3, 4).t(),
+    "strided slice": torch.arange(20.0).reshape(4, 5)[:, ::2],
+    "expanded": torch.arange(3.0).expand(4, 3),
+    "conjugate view": torch.complex(torch.ones(3), torch.arange(3.0)).conj(),
+    "bfloat16 non-contiguous": torch.randn(4, 6).to(torch.bfloat16)[1:, 2:5],
+}
+
+
+@pytest.mark.parametrize("tensor", SHAPE_CASES.values(), ids=SHAPE_CASES.keys())
+def test_shapes_and_layouts_round_trip(tmp_path: Path, tensor: torch.Tensor) -> None:
+    back = round_trip({"t": tensor}, tmp_path / "t.safetensors")["t"]
+    assert back.is_contiguous()
+    assert not back.is_conj()
+    assert_same(tensor.resolve_conj().contiguous(), back)
+
+
+def test_bare_tensor_round_trips(tmp_path: Path) -> None:
+    tensor = torch.randn(3, 2)
+    back = round_trip(tensor, tmp_path / "t.safetensors")
+    assert_same(tensor, back)
+    assert list(safetensors.torch.load_file(tmp_path / "t.safetensors")) == ["~root"]
+
+
+def test_nested_plain_values_and_key_types_round_trip(tmp_path: Path) -> None:
+    obj = {
+        "floats": [1.5, -0.0, math.inf, -math.inf, math.nan, 1e308, 5e-324],
+        "ints": (0, -1, 2**70, True, False),
+        "none": None,
+        "text": ["", "ünïcødé ✓", 'quote " and \\ backslash', "\n"],
+        0: "int key",
+        "0": "str key that looks like an int",
+        True: "bool key",
+        None: "None key",
+        2.5: "float key",
+        math.inf: "inf key",
+        "a/b": torch.ones(1),
+        "a.b": torch.zeros(1),
+        "a~1b": torch.full((1,), 2.0),
+        "~": torch.full((1,), 3.0),
+        "": torch.full((1,), 4.0),
+        "ordered": OrderedDict([("z", 1), ("a", 2)]),
+        "nested": [[{"deep": (1, [2, (3,)])}]],
+        "torch values": [torch.Size([2, 3]), torch.float16, torch.device("cuda:1"), torch.device("cpu")],
+    }
+    back = round_trip(obj, tmp_path / "t.safetensors")
+    assert_same(obj, back)
+    assert list(back) == list(obj)
+
+
+def test_a_key_named_like_the_header_metadata_is_escaped(tmp_path: Path) -> None:
+    obj = {"__metadata__": torch.ones(2), "x": {"__metadata__": torch.zeros(1)}}
+    back = round_trip(obj, tmp_path / "t.safetensors")
+    assert_same(obj, back)
+    assert sorted(safetensors.torch.load_file(tmp_path / "t.safetensors")) == ["x/__metadata__", "~s__metadata__"]
+
+
+def test_int_and_str_keys_that_render_alike_do_not_collide(tmp_path: Path) -> None:
+    obj = {0: torch.zeros(1), "0": torch.ones(1), "flags": {True: torch.ones(1), None: torch.ones(1)}}
+    back = round_trip(obj, tmp_path / "t.safetensors")
+    assert_same(obj, back)
+    names = sorted(safetensors.torch.load_file(tmp_path / "t.safetensors"))
+    assert names == ["0", "flags/~none", "flags/~true", "~s0"]
+
+
+class TinyLM(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4)
+        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
+        self.lm_head = torch.nn.Linear(4, 10, bias=False)
+        self.lm_head.weight = self.embed.weight  # tied
+        self.register_buffer("steps", torch.tensor(7))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.block(self.embed(tokens)))
+
+
+def test_model_and_adam_state_round_trip_and_load_back(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = TinyLM()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999))
+    model(torch.tensor([1, 2, 3])).sum().backward()
+    optimizer.step()
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer)  # keeps best = inf
+    obj = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+
+    back = round_trip(obj, tmp_path / "ckpt.safetensors")
+
+    assert_same(obj, back)
+    assert back["scheduler"]["best"] == math.inf
+    assert back["model"]["lm_head.weight"] is back["model"]["embed.weight"]
+    fresh_model = TinyLM()
+    fresh_model.load_state_dict(back["model"])
+    fresh_optimizer = torch.optim.Adam(fresh_model.parameters(), lr=1e-3)
+    fresh_optimizer.load_state_dict(back["optimizer"])
+    assert_same(optimizer.state_dict(), fresh_optimizer.state_dict())
+    fresh_model(torch.tensor([4])).sum().backward()
+    fresh_optimizer.step()
+
+
+def test_tensors_are_stored_under_their_tree_paths(tmp_path: Path) -> None:
+    model = torch.nn.Linear(2, 3)
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+    path = tmp_path / "ckpt.safetensors"
+    save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+    with safetensors.safe_open(str(path), framework="pt") as handle:
+        assert sorted(handle.keys()) == [
+            "model/bias",
+            "model/weight",
+            "optimizer/state/0/exp_avg",
+            "optimizer/state/0/exp_avg_sq",
+            "optimizer/state/0/step",
+            "optimizer/state/1/exp_avg",
+            "optimizer/state/1/exp_avg_sq",
+            "optimizer/state/1/step",
+        ]
+        assert torch.equal(handle.get_tensor("model/weight"), model.weight.detach())
+        metadata = handle.metadata()
+    assert metadata["ferry.format"] == "1"
+    assert set(metadata) == {
+        "ferry.format",
+        "ferry.tree",
+        "ferry.checksum_algorithm",
+        "ferry.checksums",
+        "ferry.header_checksum",
+    }
+
+
+def test_golden_header_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.safetensors"
+    save({"a": torch.tensor([1.0, 2.0])}, path)
+    data = b"\x00\x00\x80?\x00\x00\x00@"
+    assert f"{zlib.crc32(data):08x}" == "2e3fa576"
+    header = (
+        b'{"__metadata__":{"ferry.format":"1",'
+        b'"ferry.tree":"{\\"dict\\":[[\\"a\\",{\\"tensor\\":\\"a\\"}]]}",'
+        b'"ferry.checksum_algorithm":"crc32",'
+        b'"ferry.checksums":"{\\"a\\":\\"2e3fa576\\"}",'
+        b'"ferry.header_checksum":"105a6363"},'
+        b'"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
+    )
+    assert len(header) % 8 == 0
+    assert path.read_bytes() == struct.pack("<Q", len(header)) + header + data
+
+
+def test_header_is_padded_and_every_tensor_aligned(tmp_path: Path) -> None:
+    path = tmp_path / "t.safetensors"
+    save({"b": torch.ones(3, dtype=torch.uint8), "f": torch.ones(3), "d": torch.ones(3, dtype=torch.float64)}, path)
+    length, header = header_of(path)
+    assert length % 8 == 0
+    for name, info in header.items():
+        if name != "__metadata__":
+            assert info["data_offsets"][0] % DTYPES[info["dtype"]].itemsize == 0, name
+    assert [header[name]["dtype"] for name in ("d", "f", "b")] == ["F64", "F32", "U8"]
+
+
+def test_plain_tensors_come_back_detached(tmp_path: Path) -> None:
+    leaf = torch.ones(2, requires_grad=True)
+    back = round_trip({"leaf": leaf, "nonleaf": leaf * 2}, tmp_path / "t.safetensors")
+    assert not back["leaf"].requires_grad
+    assert torch.equal(back["nonleaf"], torch.full((2,), 2.0))
+
+
+def test_parameters_come_back_as_parameters_and_ties_hold(tmp_path: Path) -> None:
+    weight = torch.nn.Parameter(torch.randn(2, 2))
+    frozen = torch.nn.Parameter(torch.randn(2), requires_grad=False)
+    back = round_trip({"a": weight, "b": weight, "frozen": frozen}, tmp_path / "p.safetensors")
+    assert isinstance(back["a"], torch.nn.Parameter)
+    assert back["a"].requires_grad
+    assert back["a"] is back["b"]
+    assert isinstance(back["frozen"], torch.nn.Parameter)
+    assert not back["frozen"].requires_grad
+    assert torch.equal(back["a"], weight)
+
+
+# ---------------------------------------------------------------------------------------------------- shared memory
+
+
+def test_identical_aliases_are_stored_once_and_come_back_as_one_object(tmp_path: Path) -> None:
+    weight = torch.randn(4, 3)
+    obj = {"embed.weight": weight, "lm_head.weight": weight.view(4, 3), "again": [weight]}
+    path = tmp_path / "tied.safetensors"
+    back = round_trip(obj, path)
+    assert back["embed.weight"] is back["lm_head.weight"] is back["again"][0]
+    assert list(safetensors.torch.load_file(path)) == ["embed.weight"]
+    back["embed.weight"][0, 0] = 100.0
+    assert back["lm_head.weight"][0, 0] == 100.0
+
+
+def test_views_of_one_tensor_come_back_as_views(tmp_path: Path) -> None:
+    weight = torch.arange(12.0).reshape(3, 4)
+    obj = {"w": weight, "wt": weight.t(), "row": weight[1], "col": weight[:, 2]}
+    path = tmp_path / "views.safetensors"
+    back = round_trip(obj, path)
+    assert_same(obj["wt"], back["wt"].contiguous())
+    assert torch.equal(back["row"], weight[1])
+    assert torch.equal(back["col"], weight[:, 2])
+    assert list(safetensors.torch.load_file(path)) == ["w"]
+    back["w"][1, 2] = -1.0
+    assert back["wt"][2, 1] == back["row"][2] == back["col"][1] == -1.0
+
+
+def test_overlapping_slices_without_a_covering_tensor_share_one_region(tmp_path: Path) -> None:
+    base = torch.arange(10.0)
+    obj = {"head": base[:6], "tail": base[4:]}
+    path = tmp_path / "slices.safetensors"
+    back = round_trip(obj, path)
+    assert torch.equal(back["head"], base[:6])
+    assert torch.equal(back["tail"], base[4:])
+    assert list(safetensors.torch.load_file(path)) == ["~shared/0"]
+    back["head"][5] = -1.0
+    assert back["tail"][1] == -1.0
+
+
+def test_far_apart_slices_of_a_big_buffer_are_stored_separately(tmp_path: Path) -> None:
+    big = torch.arange(100_000.0)
+    obj = {"first": big[:2], "last": big[-2:]}
+    path = tmp_path / "slices.safetensors"
+    back = round_trip(obj, path)
+    assert_same({"first": big[:2].clone(), "last": big[-2:].clone()}, back)
+    assert path.stat().st_size < 2000  # not the 400 kB buffer
+
+
+def test_same_storage_in_two_dtypes_is_stored_twice(tmp_path: Path) -> None:
+    floats = torch.arange(4.0)
+    back = round_trip({"f": floats, "i": floats.view(torch.int32)}, tmp_path / "t.safetensors")
+    assert torch.equal(back["f"], floats)
+    assert torch.equal(back["i"], floats.view(torch.int32))
+
+
+# ---------------------------------------------------------------------------------------------- devices and loading
+
+
+def test_load_on_meta_device(tmp_path: Path) -> None:
+    weight = torch.randn(3, 3)
+    path = tmp_path / "t.safetensors"
+    save({"w": weight, "wt": weight.t(), "n": 3}, path)
+    back = load(path, device="meta")
+    assert back["w"].device == back["wt"].device == torch.device("meta")
+    assert back["wt"].shape == (3, 3)
+    assert back["n"] == 3
+
+
+def test_load_on_a_missing_device_raises_device_error(tmp_path: Path) -> None:
+    save({"w": torch.ones(1)}, tmp_path / "t.safetensors")
+    with pytest.raises(DeviceError):
+        load(tmp_path / "t.safetensors", device="cuda:7")
+
+
+def test_package_reexports_save_and_load() -> None:
+    assert ferry.save is save
+    assert ferry.load is load
+
+
+# ----------------------------------------------------------------------------------------------------- bad inputs
+
+
+class MyTensor(torch.Tensor):
+    pass
+
+
+BAD_INPUTS = {
+    "numpy array": ({"a": [1, np.zeros(3)]}, "obj['a'][1]", "torch.from_numpy"),
+    "numpy scalar": ({"lr": np.float64(0.1)}, "obj['lr']", ".item()"),
+    "object": ({"cfg": object()}, "obj['cfg']", "plain values"),
+    "defaultdict": ({"d": collections.defaultdict(int)}, "obj['d']", "dict(value)"),
+    "bytes": ({"b": b"raw"}, "obj['b']", "plain values"),
+    "tuple key": ({(1, 2): 3}, "obj", "keys must be str, int"),
+    "meta tensor": ({"w": torch.empty(2, 3, device="meta")}, "obj['w']", "meta device"),
+    "complex128": ({"z": torch.zeros(2, dtype=torch.complex128)}, "obj['z']", "torch.view_as_real"),
+    "sparse": ({"s": torch.eye(3).to_sparse()}, "obj['s']", "to_dense()"),
+    "tensor subclass": ({"t": torch.ones(2).as_subclass(MyTensor)}, "obj['t']", "as_subclass(torch.Tensor)"),
+    "lone surrogate": ({"s": "\ud800"}, "obj['s']", "surrogate"),
+}
+
+
+@pytest.mark.parametrize(("obj", "where", "fix"), BAD_INPUTS.values(), ids=BAD_INPUTS.keys())
+def test_bad_input_raises_with_path_and_fix_and_writes_nothing(tmp_path: Path, obj: Any, where: str, fix: str) -> None:
+    path = tmp_path / "bad.safetensors"
+    with pytest.raises(CheckpointError) as caught:
+        save(obj, path)
+    assert f"cannot save {where} " in str(caught.value)
+    assert fix in str(caught.value)
+    assert caught.value.path == path
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_cycle_raises(tmp_path: Path) -> None:
+    loop: list[Any] = [1]
+    loop.append(loop)
+    with pytest.raises(CheckpointError, match="cycle"):
+        save({"loop": loop}, tmp_path / "t.safetensors")
+
+
+def test_save_into_a_missing_folder_says_how_to_create_it(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match=r"does not exist.*mkdir\(parents=True"):
+        save({"a": 1}, tmp_path / "no" / "such" / "t.safetensors")
+
+
+def test_save_onto_a_folder_raises(tmp_path: Path) -> None:
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(CheckpointError, match="is a folder"):
+        save({"a": 1}, tmp_path / "dir")
+    assert leftovers(tmp_path) == []
+
+
+def test_load_missing_file_raises_checkpoint_error(tmp_path: Path) -> None:
+    path = tmp_path / "absent.safetensors"
+    with pytest.raises(CheckpointError, match="does not exist") as caught:
+        load(path)
+    assert not isinstance(caught.value, CorruptCheckpointError)
+    assert caught.value.path == path
+    assert isinstance(caught.value.__cause__, FileNotFoundError)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        verify(path)
+
+
+def test_load_a_folder_raises_checkpoint_error(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="is a folder"):
+        load(tmp_path)
+
+
+# ------------------------------------------------------------------------------------------------------ corruption
+
+
+@pytest.fixture
+def good_file(tmp_path: Path) -> Path:
+    path = tmp_path / "good.safetensors"
+    save({"w": torch.arange(64.0).reshape(8, 8), "b": torch.ones(8, dtype=torch.int64), "step": 3}, path)
+    return path
+
+
+def both_reject(path: Path, pattern: str | None = None) -> CorruptCheckpointError:
+    with pytest.raises(CorruptCheckpointError, match=pattern):
+        verify(path)
+    with pytest.raises(CorruptCheckpointError, match=pattern) as caught:
+        load(path)
+    assert caught.value.path == path
+    return caught.value
+
+
+@pytest.mark.parametrize("keep", [0, 1, 7, 8, 9, 100, -600, -300, -1])
+def test_truncated_file_is_corrupt(good_file: Path, keep: int) -> None:
+    data = good_file.read_bytes()
+    good_file.write_bytes(data[: keep if keep >= 0 else len(data) + keep])
+    error = both_reject(good_file)
+    assert "truncated" in str(error) or "empty" in str(error)
+    assert str(good_file) in str(error)
+
+
+def test_truncation_message_gives_both_sizes(good_file: Path) -> None:
+    data = good_file.read_bytes()
+    good_file.write_bytes(data[:-10])
+    both_reject(good_file, rf"the file is {len(data) - 10} bytes but the header says {len(data)}: truncated")
+
+
+def test_trailing_bytes_are_corrupt(good_file: Path) -> None:
+    with open(good_file, "ab") as handle:
+        handle.write(b"extra")
+    both_reject(good_file, "trailing bytes")
+
+
+def test_bit_flip_in_data_names_the_tensor(good_file: Path) -> None:
+    data = bytearray(good_file.read_bytes())
+    data[-100] ^= 0x04  # inside "w": tensors are ordered by element size, so int64 "b" comes first
+    good_file.write_bytes(bytes(data))
+    error = both_reject(good_file, r"tensor 'w' fails its checksum \(stored crc32 [0-9a-f]{8}, computed [0-9a-f]{8}\)")
+    assert "earlier checkpoint" in str(error)
+
+
+def test_every_single_bit_flip_is_caught(good_file: Path) -> None:
+    original = good_file.read_bytes()
+    for position in range(len(original)):
+        for bit in (0x01, 0x80):
+            flipped = bytearray(original)
+            flipped[position] ^= bit
+            good_file.write_bytes(bytes(flipped))
+            for check in (verify, load):
+                with pytest.raises(CorruptCheckpointError):
+                    check(good_file)
+
+
+JUNK = {
+    "empty": b"",
+    "text": b"hello, this is not a checkpoint\n" * 4,
+    "png": b"\x89PNG\r\n\x1a\n" + bytes(100),
+    "random": np.random.default_rng(0).bytes(4096),
+    "json": b'{"a": 1}',
+    "lfs pointer": b"version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n",
+    "plausible length, bad json": struct.pack("<Q", 16) + b"{not json at all",
+}
+
+
+@pytest.mark.parametrize("content", JUNK.values(), ids=JUNK.keys())
+def test_junk_is_corrupt_not_unsafe(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "junk.safetensors"
+    path.write_bytes(content)
+    error = both_reject(path)
+    assert type(error) is CorruptCheckpointError
+
+
+def test_png_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "image.pt"
+    path.write_bytes(JUNK["png"])
+    both_reject(path, "not a checkpoint, it looks like a PNG image")
+
+
+def test_header_from_newer_ferry_asks_for_upgrade(tmp_path: Path) -> None:
+    header = json.dumps({"__metadata__": {"ferry.format": "2"}}).encode()
+    header += b" " * (-len(header) % 8)
+    path = tmp_path / "future.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    with pytest.raises(CheckpointError, match="newer ferry"):
+        load(path)
+
+
+# ---------------------------------------------------------------------------------------------- plain safetensors
+
+
+def test_plain_safetensors_file_loads_as_flat_dict(tmp_path: Path) -> None:
+    tensors = {"b.weight": torch.randn(3, 2), "a.bias": torch.arange(4, dtype=torch.int16)}
+    path = tmp_path / "plain.safetensors"
+    safetensors.torch.save_file(tensors, path, metadata={"format": "pt"})
+    verify(path)
+    back = load(path)
+    assert type(back) is dict
+    assert sorted(back) == sorted(tensors)
+    for name, tensor in tensors.items():
+        assert_same(tensor, back[name])
+
+
+def test_plain_safetensors_truncation_is_caught_by_verify(tmp_path: Path) -> None:
+    path = tmp_path / "plain.safetensors"
+    safetensors.torch.save_file({"x": torch.randn(100)}, path)
+    path.write_bytes(path.read_bytes()[:-4])
+    both_reject(path, "truncated")
+
+
+def test_real_silero_safetensors_loads_and_verifies() -> None:
+    path = CASES / "silero_vad_16k.safetensors"
+    if not path.exists():
+        pytest.skip(f"{path} is absent: the shared test files (../shared/cases) are not checked out")
+    verify(path)
+    back = load(path)
+    reference = safetensors.torch.load_file(path)
+    assert sorted(back) == sorted(reference)
+    for name, tensor in reference.items():
+        assert_same(tensor, back[name])
+
+
+# ------------------------------------------------------------------------------------------------------ atomicity
+
+
+def old_and_new(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    path = tmp_path / "ckpt.safetensors"
+    old = {"w": torch.zeros(1000), "step": 1}
+    save(old, path)
+    return path, old
+
+
+@pytest.mark.parametrize("target", ["replace", "fsync"])
+def test_failing_replace_or_fsync_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    path, old = old_and_new(tmp_path)
+
+    def fail(*args: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, target, fail)
+    with pytest.raises(CheckpointError, match="Input/output error") as caught:
+        save({"w": torch.ones(1000), "step": 2}, path)
+    monkeypatch.undo()
+    assert isinstance(caught.value.__cause__, OSError)
+    assert "Nothing was changed" in str(caught.value)
+    verify(path)
+    assert_same(old, load(path))
+    assert leftovers(tmp_path) == []
+
+
+def test_failure_midway_through_the_data_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path, old = old_and_new(tmp_path)
+    from ferry.checkpoint import writer
+
+    real = writer._host_bytes
+    calls = []
+
+    def flaky(tensor: torch.Tensor) -> np.ndarray:
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(tensor)
+
+    monkeypatch.setattr(writer, "_host_bytes", flaky)
+    with pytest.raises(CheckpointError, match="disk is full"):
+        save({"a": torch.ones(10), "b": torch.ones(10)}, path)
+    assert_same(old, load(path))
+    assert leftovers(tmp_path) == []
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, torch, ferry
+    path, size = sys.argv[1], int(sys.argv[2])
+    print("ready", flush=True)
+    i = 0
+    while True:
+        i += 1
+        ferry.save({"w": torch.full((size,), float(i)), "v": torch.full((size // 3,), -float(i)), "i": i}, path)
+    """
+)
+
+
+@pytest.mark.slow
+def test_killed_writer_leaves_old_or_new_complete_file(tmp_path: Path) -> None:
+    path = tmp_path / "ckpt.safetensors"
+    size = 4_000_000  # 16 MB of float32 per save
+    save({"w": torch.full((size,), 0.0), "v": torch.full((size // 3,), -0.0), "i": 0}, path)
+    seen = set()
+    for delay in (0.05, 0.2, 0.35, 0.5, 0.8):
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), str(size)], stdout=subprocess.PIPE, text=True
+        )
+        assert writer.stdout is not None
+        assert writer.stdout.readline() == "ready\n"
+        time.sleep(delay)
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        writer.stdout.close()
+        verify(path)
+        back = load(path)
+        i = back["i"]
+        assert torch.equal(back["w"], torch.full((size,), float(i)))
+        assert torch.equal(back["v"], torch.full((size // 3,), -float(i)))
+        seen.add(i)
+        for tmp in tmp_path.iterdir():  # a killed writer leaves its temporary file, recognisable by its name
+            if tmp != path:
+                assert TMP_MARKER in tmp.name
+                tmp.unlink()
+    assert len(seen) > 1, "the writer never completed a save: make the file smaller"
+
+
+# ------------------------------------------------------------------------------------------------ property test
+
+keys = st.one_of(st.text(max_size=8), st.integers(-5, 5), st.booleans(), st.none())
+plain = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=10),
+)
+small_tensors = st.builds(
+    lambda values, dtype: torch.tensor(values).to(dtype),
+    st.lists(st.floats(-1e3, 1e3, width=32), max_size=5),
+    st.sampled_from([torch.float32, torch.float64, torch.int64, torch.bfloat16, torch.bool, torch.uint8]),
+)
+trees = st.recursive(
+    st.one_of(plain, small_tensors),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.lists(children, max_size=4).map(tuple),
+        st.dictionaries(keys, children, max_size=4),
+        st.dictionaries(keys, children, max_size=4).map(OrderedDict),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(obj=trees)
+def test_random_trees_round_trip(tmp_path: Path, obj: Any) -> None:
+    assert_same(obj, round_trip(obj, tmp_path / "prop.safetensors"))
+
+
+def test_plain_safetensors_with_misaligned_tensors_loads(tmp_path: Path) -> None:
+    header = json.dumps(
+        {
+            "a": {"dtype": "U8", "shape": [3], "data_offsets": [0, 3]},
+            "b": {"dtype": "F32", "shape": [2], "data_offsets": [3, 11]},
+        }
+    ).encode()
+    header += b" " * (-len(header) % 8)
+    path = tmp_path / "odd.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\x01\x02\x03" + struct.pack("<2f", 1.5, -2.0))
+    back = load(path)
+    assert back["a"].tolist() == [1, 2, 3]
+    assert back["b"].tolist() == [1.5, -2.0]
+    assert back["b"].data_ptr() % 4 == 0
+
+
+def test_large_file_round_trips_through_the_threaded_paths(tmp_path: Path) -> None:
+    obj = {f"w{i}": torch.randn(1024, 1024) for i in range(6)}  # 24 MiB: above the threading threshold
+    obj["tied"] = obj["w0"]
+    back = round_trip(obj, tmp_path / "big.safetensors")
+    assert_same(obj, back)
+    assert back["tied"] is back["w0"]
+    data = bytearray((tmp_path / "big.safetensors").read_bytes())
+    data[-5] ^= 0x10
+    (tmp_path / "big.safetensors").write_bytes(bytes(data))
+    both_reject(tmp_path / "big.safetensors", "tensor 'w5' fails its checksum")
