@@ -52,7 +52,7 @@ def test_demo_resume_is_exact(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_demo_survives_sigterm_and_resumes(tmp_path):
-    command = [sys.executable, "-m", "ferry", "demo", "--steps", "6000", "--every", "50", "--dir", str(tmp_path)]
+    command = [sys.executable, "-m", "ferry", "demo", "--steps", "3000", "--every", "50", "--dir", str(tmp_path)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     checkpoints = tmp_path / "checkpoints"
@@ -67,7 +67,7 @@ def test_demo_survives_sigterm_and_resumes(tmp_path):
     assert "SIGTERM received: saved step" in out
     assert "Run the same command again to resume" in out
     interrupted_at = int(re.search(r"saved step (\d+)", out).group(1))
-    assert 0 < interrupted_at < 6000
+    assert 0 < interrupted_at < 3000
 
     second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert second.returncode == 0, second.stdout + second.stderr
