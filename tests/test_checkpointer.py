@@ -204,7 +204,7 @@ def test_failed_rename_keeps_previous_checkpoint(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", refuse)
-    with pytest.raises(ferry.CheckpointError, match="previous checkpoints are untouched.*No space left on device"):
+    with pytest.raises(ferry.CheckpointError, match=r"previous checkpoints are untouched.*No space left on device"):
         ckpt.save(2, {"x": 2})
     monkeypatch.undo()
     assert ckpt.steps() == [1]

@@ -191,10 +191,10 @@ def resolve_device(spec: DeviceLike) -> torch.device:
     if cached is not None:
         return cached
     device = _resolve_device(spec, probe=_probe)
-    if isinstance(spec, torch.device) and (spec.index is not None or spec.type in _UNINDEXED):
-        _RESOLVED[spec] = device
-    elif isinstance(spec, str) and (":" in spec or device.type in _UNINDEXED):
-        _RESOLVED[spec] = device
+    if isinstance(spec, (str, torch.device)):
+        explicit_index = spec.index is not None if isinstance(spec, torch.device) else ":" in spec
+        if explicit_index or device.type in _UNINDEXED:
+            _RESOLVED[spec] = device
     return device
 
 
