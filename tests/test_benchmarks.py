@@ -1,0 +1,149 @@
+"""The benchmark scripts and scripts/gpu-check run end to end (quick sizes, CPU) and write the figures they promise."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS = REPO / "benchmarks"
+GPU_CHECK = REPO / "scripts" / "gpu-check"
+
+# peer name in the JSON -> module that must import for it to have figures
+TO_DEVICE_PEERS = [("accelerate", "accelerate"), ("lightning", "lightning")]
+SAVE_METHODS = ["raw", "ferry", "torch", "torch+fsync", "safetensors", "safetensors+fsync"]
+LOAD_METHODS = ["raw", "ferry", "torch", "safetensors"]
+GPU_CHECK_FILES = [
+    "bench.log",
+    "bench_save_load.json",
+    "bench_to_device.json",
+    "gpu-tests.txt",
+    "machine.txt",
+    "summary.md",
+]
+
+pytestmark = pytest.mark.slow
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def run_script(
+    args: list[str], *, timeout: float = 90, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env, check=False)
+
+
+def run_bench(name: str, tmp_path: Path) -> dict[str, Any]:
+    out = tmp_path / f"{name}.json"
+    proc = run_script(
+        [sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick", "--device", "cpu", "--json", str(out)]
+    )
+    assert 0 == proc.returncode, proc.stderr
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
+
+
+def test_bench_to_device_quick(tmp_path: Path) -> None:
+    report = run_bench("bench_to_device", tmp_path)
+
+    assert ["cpu->cpu"] == [case["case"] for case in report["cases"]]
+    case = report["cases"][0]
+    assert "ok" == case["results"]["ferry"]["status"]
+    assert case["results"]["ferry"]["median_us"] > 0
+    for name, module in TO_DEVICE_PEERS:
+        if not installed(module):
+            assert "not installed" == case["results"][name]["status"]
+            continue
+        assert "ok" == case["results"][name]["status"]
+        assert case["results"][name]["median_us"] > 0
+    if any(installed(module) for _, module in TO_DEVICE_PEERS):
+        assert case["ratio_ferry_vs_fastest_peer"] > 0
+        assert isinstance(case["target_met"], bool)
+    assert 85 == report["batch"]["tensors"]
+
+
+def test_bench_save_load_quick(tmp_path: Path) -> None:
+    report = run_bench("bench_save_load", tmp_path)
+
+    results = report["results"]
+    expected_saves = [m for m in SAVE_METHODS if installed("safetensors") or not m.startswith("safetensors")]
+    expected_loads = [m for m in LOAD_METHODS if installed("safetensors") or not m.startswith("safetensors")]
+    assert {} == results["errors"]
+    assert expected_saves == list(results["save"])
+    assert expected_loads == list(results["load"])
+    for figures in [*results["save"].values(), *results["load"].values()]:
+        assert figures["median_s"] > 0
+        assert figures["gb_per_s"] > 0
+    assert all(figures["values_equal"] for figures in results["load"].values())
+    assert [True, True, False, True] == [
+        results["save"][m]["durable"] for m in ["raw", "ferry", "torch", "torch+fsync"]
+    ]
+    assert results["ratios"]["ferry_save_vs_torch_save"] > 0
+    assert results["ratios"]["ferry_save_vs_torch_save_fsync"] > 0
+    assert 8 * 2**20 <= report["bytes"] < 12 * 2**20
+
+
+def test_bench_save_load_leaves_no_files(tmp_path: Path) -> None:
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    script = str(BENCHMARKS / "bench_save_load.py")
+    proc = run_script([sys.executable, script, "--quick", "--repeat", "1", "--warmup", "0", "--dir", str(folder)])
+
+    assert 0 == proc.returncode, proc.stderr
+    assert [] == list(folder.iterdir())
+
+
+def gpu_check_env() -> dict[str, str]:
+    # PYTHON: the interpreter running these tests has torch; the machine's python3 may not.
+    return {**os.environ, "PYTHON": sys.executable}
+
+
+def test_gpu_check_allow_cpu_writes_its_files(tmp_path: Path) -> None:
+    out = tmp_path / "gpu-results"
+    proc = run_script(["bash", str(GPU_CHECK), "--allow-cpu", str(out)], timeout=180, env=gpu_check_env())
+
+    assert 0 == proc.returncode, proc.stdout + proc.stderr
+    assert GPU_CHECK_FILES == sorted(p.name for p in out.iterdir())
+    to_device = json.loads((out / "bench_to_device.json").read_text())
+    save_load = json.loads((out / "bench_save_load.json").read_text())
+    assert to_device["quick"]
+    assert save_load["quick"]
+    assert to_device["cases"][0]["results"]["ferry"]["median_us"] > 0
+    assert save_load["results"]["save"]["ferry"]["median_s"] > 0
+    summary = (out / "summary.md").read_text()
+    assert "GPU tests: ok" in summary
+    assert "### ferry.to_device" in summary
+    assert "### save/load" in summary
+    assert "mode: cpu --quick" in (out / "machine.txt").read_text()
+    assert "gpu-check finished" in proc.stdout
+
+
+@pytest.mark.skipif(torch.cuda.device_count() > 0, reason="checks the refusal on a machine without a GPU")
+def test_gpu_check_refuses_without_gpu(tmp_path: Path) -> None:
+    out = tmp_path / "gpu-results"
+    proc = run_script(["bash", str(GPU_CHECK), str(out)], env=gpu_check_env())
+
+    assert 2 == proc.returncode
+    assert "--allow-cpu" in proc.stderr
+    assert not out.exists()
+
+
+def test_gpu_check_rejects_unknown_option() -> None:
+    proc = run_script(["bash", str(GPU_CHECK), "--frobnicate"], env=gpu_check_env())
+
+    assert 2 == proc.returncode
+    assert "unknown option --frobnicate" in proc.stderr
+
+
+def test_gpu_check_is_executable() -> None:
+    assert os.access(GPU_CHECK, os.X_OK)
