@@ -38,7 +38,6 @@ import json
 import math
 import mmap
 import os
-import platform
 import shutil
 import signal
 import statistics
@@ -49,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import _machine
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -362,18 +362,6 @@ def run(
 # ---- report -------------------------------------------------------------------------------------------------
 
 
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version(), "torch": torch.__version__, "cuda": str(torch.version.cuda)}
-    for dist in ("ferry", "safetensors", "numpy"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
-
-
 def filesystem(folder: Path) -> str:
     """The mount holding ``folder``: device and type, from /proc/mounts (longest matching mount point)."""
     best = ("?", "?", "")
@@ -389,19 +377,7 @@ def filesystem(folder: Path) -> str:
 
 
 def machine(folder: Path) -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info: dict[str, Any] = {"platform": platform.platform(), "cpu": cpu, "nproc": os.cpu_count()}
-    info["filesystem"] = filesystem(folder)
-    if torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(0)
-    return info
+    return {**_machine.machine(), "filesystem": filesystem(folder)}
 
 
 def print_markdown(report: dict[str, Any]) -> None:
@@ -490,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             "benchmark": "save_load",
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine": machine(folder),
-            "versions": versions(),
+            "versions": _machine.versions("safetensors", "numpy"),
             "quick": args.quick,
             "device": str(device),
             "repeat": args.repeat,

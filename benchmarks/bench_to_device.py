@@ -23,8 +23,6 @@ import argparse
 import datetime
 import gc
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -32,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import _machine
 import torch
 
 WALKERS = ("ferry", "accelerate", "lightning")
@@ -207,33 +206,6 @@ def bench_case(
     }
 
 
-def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": platform.python_version(), "torch": torch.__version__, "cuda": str(torch.version.cuda)}
-    for dist in ("ferry", "accelerate", "lightning", "safetensors", "numpy"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = "not installed"
-    return out
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info: dict[str, Any] = {"platform": platform.platform(), "cpu": cpu, "nproc": os.cpu_count()}
-    if torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(0)
-    return info
-
-
 def print_markdown(report: dict[str, Any]) -> None:
     b = report["batch"]
     print(f"### ferry.to_device: per-call time, median of {report['repeat']} rounds x {report['number']} calls")
@@ -297,8 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {
         "benchmark": "to_device",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(),
-        "versions": versions(),
+        "machine": _machine.machine(),
+        "versions": _machine.versions("accelerate", "lightning", "safetensors", "numpy"),
         "quick": args.quick,
         "repeat": repeat,
         "number": number,
