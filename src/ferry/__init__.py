@@ -8,6 +8,7 @@ from ferry.checkpoint.format import load, save
 from ferry.checkpoint.state_dict import LoadReport, load_state_dict
 from ferry.devices import DeviceRecord, describe_devices, pick_device
 from ferry.errors import (
+    ArgumentError,
     CheckpointError,
     CheckpointWarning,
     CorruptCheckpointError,
@@ -25,6 +26,7 @@ from ferry.placement import DeviceReport, check_devices, module_device, offload,
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentError",
     "CheckpointError",
     "CheckpointWarning",
     "Checkpointer",

@@ -3,6 +3,7 @@
 The tree::
 
     FerryError                      base of everything ferry raises
+    ├── ArgumentError               a call with an argument of the wrong kind (also a TypeError and ValueError)
     ├── DeviceError                 a device this machine cannot serve, or tensors on the wrong device
     │   ├── MixedDeviceError        one module's parameters/buffers live on several devices
     │   └── DeviceMismatchError     parameters, buffers or inputs not on the module's device
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from ferry.checkpoint.state_dict import LoadReport
 
 __all__ = [
+    "ArgumentError",
     "CheckpointError",
     "CheckpointWarning",
     "CorruptCheckpointError",
@@ -46,6 +48,13 @@ __all__ = [
 
 class FerryError(Exception):
     """Base class of every error ferry raises; ``except ferry.FerryError`` catches them all."""
+
+
+class ArgumentError(FerryError, TypeError, ValueError):
+    """A ferry function was called with an argument of the wrong type or value (e.g. a tensor where a module goes).
+
+    Also a ``TypeError`` and a ``ValueError``, so code that catches the built-in errors keeps working.
+    """
 
 
 class DeviceError(FerryError):
