@@ -1,6 +1,7 @@
 import json
 import os
 import random
+import shutil
 
 import numpy as np
 import pytest
@@ -192,8 +193,99 @@ def test_bit_flip_is_caught_on_restore(tmp_path):
     data = bytearray((folder / STATE_FILE).read_bytes())
     data[-10] ^= 0xFF
     (folder / STATE_FILE).write_bytes(bytes(data))
-    with pytest.raises(ferry.CorruptCheckpointError):
+    with pytest.warns(ferry.CheckpointWarning, match="step-000000001"), pytest.raises(ferry.CorruptCheckpointError):
         ckpt.restore({"model": model})
+
+
+def test_corrupt_newest_checkpoint_falls_back_to_the_previous_one_with_a_warning(tmp_path):
+    ckpt = ferry.Checkpointer(tmp_path)
+    ckpt.save(1, {"x": torch.ones(4)})
+    newest = ckpt.save(2, {"x": torch.full((4,), 2.0)})
+    data = bytearray((newest / STATE_FILE).read_bytes())
+    data[-3] ^= 0x01
+    (newest / STATE_FILE).write_bytes(bytes(data))
+    state = {"x": torch.zeros(4)}
+    with pytest.warns(ferry.CheckpointWarning, match=r"step-000000002.*does not verify"):
+        assert ckpt.restore(state) == 1
+    assert torch.equal(state["x"], torch.ones(4))
+    with pytest.raises(ferry.CorruptCheckpointError):
+        ckpt.restore(state, step=2)  # asked for explicitly: no fallback
+
+
+def test_after_a_rollback_the_new_saves_are_newest_and_kept(tmp_path):
+    ckpt = ferry.Checkpointer(tmp_path, keep_last=2)
+    for step in (10, 20, 30):
+        ckpt.save(step, {"s": step})
+    state = {"s": 0}
+    assert ckpt.restore(state, step=20) == 20
+    for step in (21, 22, 23):
+        ckpt.save(step, {"s": step})
+    assert ckpt.steps() == [22, 23]
+    assert ckpt.latest() == ckpt.path_for(23)
+    assert ckpt.restore(state) == 23
+
+
+def test_saving_a_lower_step_still_honours_keep_last(tmp_path):
+    ckpt = ferry.Checkpointer(tmp_path, keep_last=2)
+    for step in (5, 10, 3):
+        ckpt.save(step, {"s": step})
+    assert ckpt.steps() == [10, 3]
+
+
+def test_pruning_renames_before_deleting(tmp_path, monkeypatch):
+    ckpt = ferry.Checkpointer(tmp_path, keep_last=1)
+    ckpt.save(1, {"s": 1})
+    # a crash in the middle of deleting: rmtree dies after the rename
+    def crash(path, ignore_errors=False):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(shutil, "rmtree", crash)
+    with pytest.raises(KeyboardInterrupt):
+        ckpt.save(2, {"s": 2})
+    monkeypatch.undo()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert "step-000000001" not in names  # never a half-deleted step folder
+    assert "step-000000002" in names
+
+
+def test_a_value_saved_where_an_object_is_now_is_refused(tmp_path):
+    ckpt = ferry.Checkpointer(tmp_path)
+    ckpt.save(1, {"epoch": 3})
+    model = nn.Linear(2, 2)
+    with pytest.raises(ferry.CheckpointError, match="saved 'epoch' as a plain value"):
+        ckpt.restore({"epoch": model})
+
+
+def test_state_must_be_a_mapping(tmp_path):
+    with pytest.raises(ferry.CheckpointError, match="state must map names to objects"):
+        ferry.Checkpointer(tmp_path).save(1, nn.Linear(2, 2))
+
+
+def test_module_mismatch_leaves_other_objects_untouched(tmp_path):
+    model, optimizer, _ = make_run()
+    ckpt = ferry.Checkpointer(tmp_path)
+    ckpt.save(1, {"epoch": 7, "optimizer": optimizer, "model": model})
+    other_model = nn.Linear(3, 3)
+    other_optimizer = torch.optim.SGD(other_model.parameters(), lr=0.5)
+    state = {"epoch": 0, "optimizer": other_optimizer, "model": other_model}
+    with pytest.raises(ferry.StateDictMismatchError):
+        ckpt.restore(state)
+    assert state["epoch"] == 0
+    assert other_optimizer.param_groups[0]["lr"] == 0.5
+
+
+def test_failing_user_object_is_wrapped_with_context(tmp_path):
+    class Broken:
+        def state_dict(self):
+            return {"a": 1}
+
+        def load_state_dict(self, sd):
+            raise KeyError("b")
+
+    ckpt = ferry.Checkpointer(tmp_path)
+    ckpt.save(1, {"thing": Broken()})
+    with pytest.raises(ferry.CheckpointError, match=r"restoring 'thing' .* failed: KeyError"):
+        ckpt.restore({"thing": Broken()})
 
 
 def test_failed_rename_keeps_previous_checkpoint(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ Layout of ``directory``::
 
     step-000000100/             one committed checkpoint
         state.safetensors       a ferry file: the state_dicts, plain values, RNG states and the step
-        manifest.json           written last: step, time, names, the size of every file in the folder
+        manifest.json           written last: step, save sequence number, time, names, every file's size
     step-000000200/
     step-000000300.ferry-tmp-<pid>-<hex>/   a save in progress (or a crash's leftover): never listed
 
@@ -22,16 +22,17 @@ import re
 import shutil
 import socket
 import time
+import warnings
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
 from ferry.checkpoint.atomic import TMP_MARKER, atomic_file, fsync_directory, replace_durably, temporary_name
 from ferry.checkpoint.format import load, save
 from ferry.checkpoint.rng import capture_rng_state, restore_rng_state
-from ferry.errors import CheckpointError, CorruptCheckpointError
+from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError, FerryError
 
 __all__ = ["Checkpointer"]
 
@@ -42,6 +43,14 @@ MANIFEST_VERSION = 1
 _STEP_DIGITS = 9
 _STEP_RE = re.compile(r"^step-(\d+)$")
 _TMP_RE = re.compile(re.escape(TMP_MARKER) + r"(\d+)-[0-9a-f]+$")
+
+
+class _Saved(NamedTuple):
+    """A complete checkpoint: its save sequence number (1, 2, ...), step and folder; sorts in save order."""
+
+    sequence: int
+    step: int
+    folder: Path
 
 
 def _is_stateful(obj: object) -> bool:
@@ -112,36 +121,43 @@ class Checkpointer:
         """The folder that holds (or will hold) the checkpoint of ``step``."""
         return self.directory / f"step-{step:0{_STEP_DIGITS}d}"
 
-    def _committed(self) -> list[tuple[int, Path]]:
-        """Committed step folders (name ``step-<n>``), oldest first, by numeric step."""
+    def _read_manifest(self, folder: Path) -> dict[str, Any] | None:
+        """``folder``'s manifest if the folder is complete (manifest readable, every listed file at its size)."""
+        try:
+            manifest: dict[str, Any] = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+            files: dict[str, Any] = manifest["files"]
+            complete = manifest.get("format") == MANIFEST_FORMAT and all(
+                (folder / name).stat().st_size == info["bytes"] for name, info in files.items()
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        return manifest if complete else None
+
+    def _checkpoints(self) -> list[_Saved]:
+        """Every complete checkpoint, in the order they were saved (oldest first).
+
+        The order is the save sequence number in each manifest, not the step: after a rollback (restore step 20,
+        train on, save 21) the new saves are newer than an abandoned step 30.
+        """
         found = []
         for entry in self.directory.iterdir():
             match = _STEP_RE.match(entry.name)
-            if match and entry.is_dir():
-                found.append((int(match.group(1)), entry))
+            if not match or not entry.is_dir():
+                continue
+            manifest = self._read_manifest(entry)
+            if manifest is not None:
+                sequence = manifest.get("sequence")
+                found.append(_Saved(sequence if isinstance(sequence, int) else 0, int(match.group(1)), entry))
         return sorted(found)
 
-    def _complete(self, folder: Path) -> bool:
-        """Whether ``folder`` has a readable manifest and every file it lists, at the recorded size."""
-        try:
-            manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-            files: dict[str, Any] = manifest["files"]
-            return manifest.get("format") == MANIFEST_FORMAT and all(
-                (folder / name).stat().st_size == info["bytes"] for name, info in files.items()
-            )
-        except (OSError, ValueError, KeyError, TypeError):
-            return False
-
     def steps(self) -> list[int]:
-        """The steps of all complete checkpoints, oldest first."""
-        return [step for step, folder in self._committed() if self._complete(folder)]
+        """The steps of all complete checkpoints, in the order they were saved (oldest first)."""
+        return [saved.step for saved in self._checkpoints()]
 
     def latest(self) -> Path | None:
-        """The folder of the newest complete checkpoint, or ``None`` when there is none."""
-        for _, folder in reversed(self._committed()):
-            if self._complete(folder):
-                return folder
-        return None
+        """The folder of the most recently saved complete checkpoint, or ``None`` when there is none."""
+        checkpoints = self._checkpoints()
+        return checkpoints[-1].folder if checkpoints else None
 
     # -- saving --------------------------------------------------------------------------------------------------
 
@@ -169,11 +185,19 @@ class Checkpointer:
                 f"step={step!r} is not a valid step: it must be an int >= 0. Pass the training step counter.",
                 path=self.directory,
             )
+        if not isinstance(state, Mapping):
+            raise CheckpointError(
+                f"state must map names to objects, got a {type(state).__name__}. Pass a dict, e.g. "
+                '{"model": model, "optimizer": optimizer}.',
+                path=self.directory,
+            )
         objects = {name: obj.state_dict() for name, obj in state.items() if _is_stateful(obj)}
         values = {name: obj for name, obj in state.items() if not _is_stateful(obj)}
         payload = {"step": step, "objects": objects, "values": values, "rng": capture_rng_state()}
 
         final = self.path_for(step)
+        previous = self._checkpoints()
+        sequence = previous[-1].sequence + 1 if previous else 1
         tmp = temporary_name(final)
         try:
             tmp.mkdir()
@@ -182,6 +206,7 @@ class Checkpointer:
                 "format": MANIFEST_FORMAT,
                 "version": MANIFEST_VERSION,
                 "step": step,
+                "sequence": sequence,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "host": socket.gethostname(),
                 "torch": torch.__version__,
@@ -223,10 +248,20 @@ class Checkpointer:
         shutil.rmtree(parked, ignore_errors=True)
 
     def _prune(self, *, keep: Path) -> None:
-        complete = [folder for _, folder in self._committed() if self._complete(folder)]
-        for folder in complete[: max(0, len(complete) - self.keep_last)]:
-            if folder != keep:
-                shutil.rmtree(folder, ignore_errors=True)
+        """Delete all but the ``keep_last`` most recently saved checkpoints (never ``keep``, the one just saved).
+
+        Each folder is first renamed to a temporary name (atomic), then deleted: a crash mid-delete leaves a
+        temporary folder that the next start removes, never a half-deleted ``step-<n>`` folder.
+        """
+        checkpoints = self._checkpoints()
+        for saved in checkpoints[: max(0, len(checkpoints) - self.keep_last)]:
+            if saved.folder != keep:
+                doomed = temporary_name(saved.folder)
+                try:
+                    os.replace(saved.folder, doomed)
+                except OSError:
+                    continue
+                shutil.rmtree(doomed, ignore_errors=True)
         fsync_directory(self.directory)
 
     def _clean_leftovers(self) -> None:
@@ -249,7 +284,10 @@ class Checkpointer:
     # -- restoring -----------------------------------------------------------------------------------------------
 
     def restore(self, state: MutableMapping[str, Any], *, step: int | None = None) -> int | None:
-        """Load the newest complete checkpoint (or that of ``step``) into the live objects of ``state``.
+        """Load the most recently saved checkpoint (or that of ``step``) into the live objects of ``state``.
+
+        Without ``step``, a newest checkpoint that fails verification (a flipped bit, a truncated file) is skipped
+        with a :class:`ferry.CheckpointWarning` naming it, and the next older one is restored.
 
         Stateful objects are loaded in place with their ``load_state_dict``; modules through
         :func:`ferry.load_state_dict`, so each tensor lands on the device of the parameter it is loaded into (a run
@@ -266,22 +304,74 @@ class Checkpointer:
             The restored step, or ``None`` when the directory holds no complete checkpoint (and ``step`` is None).
 
         Raises:
-            CheckpointError: ``step`` has no complete checkpoint, or a name in ``state`` is not in the checkpoint
-                (the message lists what it holds).
-            CorruptCheckpointError: the checkpoint's file fails verification.
+            CheckpointError: ``step`` has no complete checkpoint, a name in ``state`` is not in the checkpoint (the
+                message lists what it holds) or was saved as another kind (object vs plain value), or an object's
+                ``load_state_dict`` failed (the message says which objects were restored before it; modules are
+                restored first and are checked completely before any is changed).
+            StateDictMismatchError: a module's saved keys or shapes do not fit the live module; it and every
+                non-module object are left untouched.
+            CorruptCheckpointError: the checkpoint of ``step`` fails verification, or every checkpoint does.
         """
         if step is None:
-            folder = self.latest()
-            if folder is None:
+            found = self._load_newest()
+            if found is None:
                 return None
+            folder, payload = found
         else:
             folder = self.path_for(step)
-            if not self._complete(folder):
+            if self._read_manifest(folder) is None:
                 raise CheckpointError(
                     f"no complete checkpoint for step {step} in {str(self.directory)!r}; complete steps: "
-                    f"{self.steps() or 'none'}. Pass one of those, or step=None for the newest.",
+                    f"{sorted(self.steps()) or 'none'}. Pass one of those, or step=None for the newest.",
                     path=folder,
                 )
+            payload = self._load_payload(folder)
+        objects: dict[str, Any] = payload["objects"]
+        values: dict[str, Any] = payload["values"]
+        self._check_names(folder, state, objects, values)
+        # Modules first: ferry.load_state_dict checks every key before it changes anything, so a mismatch there
+        # leaves every object untouched. Then the other objects, then plain values, then the RNG states.
+        names = sorted(objects.keys() & state.keys(), key=lambda name: not isinstance(state[name], torch.nn.Module))
+        for done, name in enumerate(names):
+            try:
+                self._load_object(state[name], objects[name])
+            except FerryError:
+                raise
+            except Exception as err:
+                raise CheckpointError(
+                    f"restoring {name!r} from {str(folder)!r} failed: {type(err).__name__}: {err}. "
+                    f"Restored before it: {names[:done] or 'nothing'}. Pass the {name!r} object the checkpoint was "
+                    "saved from (same class and parameter groups).",
+                    path=folder,
+                ) from err
+        for name in values.keys() & state.keys():
+            state[name] = _follow_device(values[name], state[name])
+        if "rng" in payload:
+            restore_rng_state(payload["rng"], where=str(folder))
+        return int(payload["step"])
+
+    def _load_newest(self) -> tuple[Path, dict[str, Any]] | None:
+        """The newest checkpoint that loads and verifies, warning about each newer one that does not."""
+        first_error: CorruptCheckpointError | None = None
+        for saved in reversed(self._checkpoints()):
+            try:
+                payload = self._load_payload(saved.folder)
+            except CorruptCheckpointError as err:
+                first_error = first_error or err
+                warnings.warn(
+                    f"checkpoint {str(saved.folder)!r} does not verify and is skipped: {err} Restoring the newest "
+                    "older checkpoint instead; delete the bad folder once you no longer need it.",
+                    CheckpointWarning,
+                    stacklevel=3,
+                )
+                continue
+            return saved.folder, payload
+        if first_error is not None:
+            raise first_error
+        return None
+
+    @staticmethod
+    def _load_payload(folder: Path) -> dict[str, Any]:
         payload = load(folder / STATE_FILE)
         if not isinstance(payload, dict) or not {"step", "objects", "values"} <= payload.keys():
             raise CorruptCheckpointError(
@@ -289,8 +379,13 @@ class Checkpointer:
                 "values). Load it with ferry.load() instead.",
                 path=folder / STATE_FILE,
             )
-        objects: dict[str, Any] = payload["objects"]
-        values: dict[str, Any] = payload["values"]
+        return payload
+
+    @staticmethod
+    def _check_names(
+        folder: Path, state: Mapping[str, Any], objects: Mapping[str, Any], values: Mapping[str, Any]
+    ) -> None:
+        """Every name asked for is in the checkpoint, saved the same way (object vs plain value) as it is now."""
         absent = [name for name in state if name not in objects and name not in values]
         if absent:
             raise CheckpointError(
@@ -300,19 +395,20 @@ class Checkpointer:
                 path=folder,
             )
         for name, live in state.items():
-            if name in objects and _is_stateful(live):
-                self._load_object(live, objects[name])
-            elif name in values:
-                state[name] = _follow_device(values[name], live)
-            else:
+            if name in objects and not _is_stateful(live):
                 raise CheckpointError(
                     f"checkpoint {str(folder)!r} saved {name!r} as a state_dict but the live {name!r} is a "
                     f"{type(live).__name__} without load_state_dict(). Pass the object it was saved from.",
                     path=folder,
                 )
-        if "rng" in payload:
-            restore_rng_state(payload["rng"], where=str(folder))
-        return int(payload["step"])
+            if name in values and _is_stateful(live):
+                raise CheckpointError(
+                    f"checkpoint {str(folder)!r} saved {name!r} as a plain value ({type(values[name]).__name__}) "
+                    f"but the live {name!r} is a {type(live).__name__} with load_state_dict(); restoring would "
+                    "replace the object. Restore into a placeholder under that name, or a checkpoint that saved "
+                    "the object.",
+                    path=folder,
+                )
 
     @staticmethod
     def _load_object(live: Any, saved: Any) -> None:
