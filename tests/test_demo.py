@@ -32,7 +32,7 @@ def test_demo_trains_checkpoints_and_reports(tmp_path, capsys):
 def test_demo_rejects_bad_flags(capsys):
     assert main(["demo", "--steps", "0"]) == 2
     assert main(["demo", "--device", "cuda:7"]) == 2
-    assert "cuda:7" in capsys.readouterr().out
+    assert "cuda:7" in capsys.readouterr().err
 
 
 def test_demo_resume_is_exact(tmp_path, capsys):
@@ -75,3 +75,26 @@ def test_demo_survives_sigterm_and_resumes(tmp_path):
     assert resumed_at == interrupted_at > 0
     accuracy = float(re.search(r"test accuracy: (\d\.\d+)", second.stdout).group(1))
     assert accuracy >= 0.90
+
+
+def test_demo_refuses_to_resume_with_another_seed(tmp_path, capsys):
+    assert main(["demo", "--steps", "100", "--every", "50", "--dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["demo", "--steps", "200", "--every", "50", "--dir", str(tmp_path), "--seed", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "started with --seed 0, not --seed 5" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--device", "meta"], "cannot train on meta"),
+        (["--dir", "FILE"], "cannot create checkpoint directory"),
+    ],
+)
+def test_demo_errors_are_messages_not_tracebacks(tmp_path, capsys, args, expected):
+    (tmp_path / "file").write_text("not a folder")
+    args = [str(tmp_path / "file" / "sub") if a == "FILE" else a for a in args]
+    assert main(["demo", "--steps", "10", *args]) == 2
+    assert expected in capsys.readouterr().err

@@ -50,5 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run() -> None:
-    """Console-script entry point: ``sys.exit(main())``."""
-    sys.exit(main())
+    """Console-script entry point: ``sys.exit(main())``; Ctrl-C outside a command's own handling exits 130 quietly."""
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        print("ferry: interrupted", file=sys.stderr)
+        code = 130
+    sys.exit(code)

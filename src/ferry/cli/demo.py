@@ -98,16 +98,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     import ferry
 
     console = Console(highlight=False)
     try:
-        device = ferry.pick_device(args.device)
-    except ferry.DeviceError as err:
-        console.print(f"ferry demo: {err}", style="red")
+        return _train(args, console)
+    except ferry.FerryError as err:
+        errors = Console(stderr=True, highlight=False, soft_wrap=True)
+        errors.print(f"ferry demo: {err}", style="red", markup=False)
         return 2
+
+
+def _train(args: argparse.Namespace, console: Any) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    import ferry
+
+    device = ferry.pick_device(args.device)
+    if device.type == "meta":
+        raise ferry.DeviceError(
+            "ferry demo cannot train on meta: meta tensors have shapes but no data, so there is no loss to "
+            "compute. Pass --device cpu or an accelerator, or leave --device out to choose automatically.",
+            requested=args.device,
+        )
     torch.manual_seed(args.seed)
     x_train, y_train, x_test, y_test = _load_digits(args.seed)
     x_train, y_train = ferry.to_device((x_train, y_train), device)
@@ -117,14 +131,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ferry.place(model, device, optimizer=optimizer)
     directory = Path(args.dir)
     checkpointer = ferry.Checkpointer(directory / "checkpoints", keep_last=3)
-    state: dict[str, Any] = {"model": model, "optimizer": optimizer}
+    state: dict[str, Any] = {"model": model, "optimizer": optimizer, "seed": args.seed}
     restored = checkpointer.restore(state)
+    if state["seed"] != args.seed:
+        raise ferry.CheckpointError(
+            f"the run in {str(directory)!r} was started with --seed {state['seed']}, not --seed {args.seed}: the "
+            "seed chooses the train/test split, so resuming with another would test on training digits. Run again "
+            f"with --seed {state['seed']}, or use a new --dir for a new seed.",
+            path=directory,
+        )
     start = 0 if restored is None else restored
     console.print(f"ferry demo: training on [bold]{device}[/], {len(y_train)} train / {len(y_test)} test digits")
     if restored is not None:
         console.print(f"resumed from {checkpointer.path_for(restored)} at step {restored}")
     if start >= args.steps:
         console.print(f"this run already finished at step {start} (asked for {args.steps} steps): nothing to train.")
+        return _finish(model, device, directory, x_test, y_test, console)
 
     loss_value = float("nan")
     interrupted: int | None = None
