@@ -3,7 +3,8 @@
 Plain dicts, lists and tuples in the first 64 levels are walked by recursion, the fastest way in CPython; everything
 else (other containers, deeper levels) by an explicit stack, so nesting depth is bounded by memory, not by Python's
 recursion limit. How an object is taken apart and rebuilt depends only on its type, so that decision is cached per
-type.
+type. Sets and frozensets go through the explicit stack too: they are rare in batches, and keeping them out of the
+recursive path keeps that path as short as it is.
 """
 
 from __future__ import annotations
@@ -18,12 +19,26 @@ from typing import Any
 import torch
 from torch import nn
 
+from ferry.errors import ArgumentError
+
 _CPU = torch.device("cpu")
 
 # How to take an object apart, by type.
-_LEAF, _TENSOR, _MODULE, _HAS_TO, _DICT, _LIST, _TUPLE, _MAPPING, _NAMEDTUPLE, _TUPLE_SUB, _LIST_SUB, _DATACLASS = (
-    range(12)
-)
+(
+    _LEAF,
+    _TENSOR,
+    _MODULE,
+    _HAS_TO,
+    _DICT,
+    _LIST,
+    _TUPLE,
+    _MAPPING,
+    _NAMEDTUPLE,
+    _TUPLE_SUB,
+    _LIST_SUB,
+    _DATACLASS,
+    _SET,
+) = range(13)
 _KINDS: dict[type, int] = {torch.Tensor: _TENSOR, dict: _DICT, list: _LIST, tuple: _TUPLE}
 _KINDS.update(dict.fromkeys((int, float, bool, complex, str, bytes, type(None), torch.device, torch.dtype), _LEAF))
 _MAX_CACHED = 4096  # classes made on the fly (namedtuple factories) must not grow the cache without bound
@@ -45,6 +60,8 @@ def _kind_of(tp: type) -> int:
         kind = _NAMEDTUPLE if hasattr(tp, "_fields") else _TUPLE_SUB
     elif issubclass(tp, list):
         kind = _LIST_SUB
+    elif issubclass(tp, (set, frozenset)):
+        kind = _SET  # tensors hash by id, so a set of tensors is a set of distinct tensors, moved or not
     elif dataclasses.is_dataclass(tp):
         kind = _DATACLASS
     else:
@@ -80,21 +97,21 @@ def _rebuild(obj: Any, kind: int, keys: list[Any] | None, old: list[Any], values
         return values
     if kind == _TUPLE:
         return tuple(values)
-    immutable = kind in (_NAMEDTUPLE, _TUPLE_SUB) or (kind == _DATACLASS and type(obj).__dataclass_params__.frozen)
+    immutable = (
+        kind in (_NAMEDTUPLE, _TUPLE_SUB)
+        or (kind == _DATACLASS and type(obj).__dataclass_params__.frozen)
+        or (kind == _SET and isinstance(obj, frozenset))
+    )
     if immutable and all(new is was for new, was in zip(values, old, strict=True)):
         return obj
     if kind == _NAMEDTUPLE:
         return type(obj)(*values)
     if kind == _TUPLE_SUB:
         return type(obj)(values)
+    if kind == _SET:  # type(obj)(values): copy.copy would call the class with the old elements anyway
+        return type(obj)(values) if type(obj) in (set, frozenset) else _construct(obj, values, "a set")
     if kind == _MAPPING and not isinstance(obj, dict):
-        try:
-            return type(obj)(dict(zip(keys or (), values, strict=True)))
-        except TypeError as err:
-            raise TypeError(
-                f"to_device cannot rebuild a {type(obj).__qualname__} ({err}). Give the class a .to(device) method, "
-                "or pass a dict instead."
-            ) from err
+        return _construct(obj, dict(zip(keys or (), values, strict=True)), "a dict")
     new = copy.copy(obj)  # keeps the class, default_factory, extra attributes and init=False fields
     if kind == _LIST_SUB:
         new[:] = values
@@ -105,6 +122,18 @@ def _rebuild(obj: Any, kind: int, keys: list[Any] | None, old: list[Any], values
         for key, value in zip(keys or (), values, strict=True):
             new[key] = value
     return new
+
+
+def _construct(obj: Any, contents: Any, plain: str) -> Any:
+    """``type(obj)(contents)``, for container classes that ferry cannot copy and refill."""
+    try:
+        return type(obj)(contents)
+    except TypeError as err:
+        raise ArgumentError(
+            f"to_device cannot rebuild a {type(obj).__qualname__}: {type(obj).__qualname__}(contents) raised "
+            f"TypeError: {err}. ferry rebuilds such containers by passing their moved contents to the class. Give "
+            f"the class a .to(device) method, or pass {plain} instead."
+        ) from err
 
 
 class _Frame:
@@ -171,7 +200,11 @@ class _Mover:
             return self.tensor(obj)
         moved = self.memo.get(id(obj))
         if moved is _BUSY:
-            raise ValueError(f"to_device cannot move a structure that contains itself (a {tp.__name__}).")
+            raise ArgumentError(
+                f"to_device cannot move a structure that contains itself: a {tp.__qualname__} holds a reference back "
+                "to itself (directly or through other containers), so rebuilding it would never end. Pass a "
+                "structure without the back-reference, e.g. only the parts that hold tensors."
+            )
         if moved is not None:
             return moved
         if kind == _MODULE:
@@ -273,9 +306,16 @@ def _move(obj: Any, depth: int, mover: _Mover) -> Any:
     return moved
 
 
-def _check_dtype(dtype: torch.dtype | None) -> None:
-    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
-        raise TypeError(
+def _check_dtype(dtype: object) -> None:
+    if dtype is None:
+        return
+    if not isinstance(dtype, torch.dtype):
+        raise ArgumentError(
+            f"dtype must be a torch.dtype, got {type(dtype).__qualname__} {dtype!r}. Pass the dtype object, e.g. "
+            "dtype=torch.bfloat16, not its name."
+        )
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise ArgumentError(
             f"dtype must be a floating point or complex dtype, got {dtype}: like Module.to, ferry casts only "
             "floating point and complex tensors. Pass e.g. dtype=torch.bfloat16, or cast that tensor yourself."
         )
@@ -303,6 +343,8 @@ def _input_tensors(roots: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, torc
         values, keys = _parts(obj, kind)
         if kind in (_DATACLASS, _NAMEDTUPLE):
             names = [f"{path}.{name}" for name in keys or obj._fields]
+        elif kind == _SET:
+            names = [f"{path}{{{i}}}" for i in range(len(values))]  # no index: the n-th element in iteration order
         elif keys is not None or kind == _DICT:
             names = [f"{path}[{_key(key)}]" for key in (obj if keys is None else keys)]
         else:

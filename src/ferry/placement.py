@@ -18,7 +18,7 @@ from torch import nn
 
 from ferry._walk import _check_dtype, _input_tensors, _key, _Mover
 from ferry.devices import DeviceLike, resolve_device
-from ferry.errors import DeviceMismatchError, MixedDeviceError, PlacementWarning
+from ferry.errors import ArgumentError, DeviceMismatchError, MixedDeviceError, PlacementWarning
 
 __all__ = ["DeviceReport", "check_devices", "module_device", "offload", "place", "to_device"]
 
@@ -34,13 +34,15 @@ def to_device(obj: T, device: DeviceLike, *, dtype: torch.dtype | None = None, n
     """Return ``obj`` with every tensor in it on ``device``.
 
     Walks tensors, ``dict`` (``OrderedDict``, ``defaultdict`` with its ``default_factory``, other mappings),
-    ``list``, ``tuple``, namedtuples and dataclass instances (frozen ones too; fields are set on a shallow copy, so
-    ``__init__``/``__post_init__`` do not run again), to any depth. Containers are rebuilt: ``obj`` itself is not
-    modified; a namedtuple, tuple subclass (``torch.Size``) or frozen dataclass in which nothing moved comes back
-    as the same object. Objects with their own ``.to(device)`` (HF ``BatchEncoding``, PyG ``Data``) are handed to
-    it; if it moves in place and returns ``None``, the object itself is returned. An ``nn.Module`` is moved in place
-    and returned, as ``Module.to`` does. Anything else passes through untouched. A tensor or container that occurs
-    twice comes back as one object in both places.
+    ``list``, ``tuple``, namedtuples, ``set``/``frozenset`` (tensors hash by identity, so a set of tensors is rebuilt
+    as a set of the moved tensors, of the same type) and dataclass instances (frozen ones too; fields are set on a
+    shallow copy, so ``__init__``/``__post_init__`` do not run again), to any depth. Containers are rebuilt: ``obj``
+    itself is not modified; a namedtuple, tuple subclass (``torch.Size``), frozenset or frozen dataclass in which
+    nothing moved comes back as the same object. Objects with their own ``.to(device)`` (HF ``BatchEncoding``, PyG
+    ``Data``) are handed to it; if it moves in place and returns ``None``, the object itself is returned. An
+    ``nn.Module`` is moved in place and returned, as ``Module.to`` does. Anything else passes through untouched,
+    generators and other iterators included: they are not consumed, so tensors they would yield are not moved. A
+    tensor or container that occurs twice comes back as one object in both places.
 
     Each tensor is moved with ``Tensor.to``, so one already on ``device`` (with the right dtype) is returned as-is,
     not copied, and an ``nn.Parameter`` that has to move comes back as a plain tensor.
@@ -60,8 +62,9 @@ def to_device(obj: T, device: DeviceLike, *, dtype: torch.dtype | None = None, n
 
     Raises:
         DeviceError: ``device`` does not exist on this machine.
-        TypeError: ``dtype`` is not a floating point or complex dtype, or a mapping type cannot be rebuilt.
-        ValueError: ``obj`` contains itself.
+        ArgumentError: ``dtype`` is not a floating point or complex ``torch.dtype``, ``obj`` contains itself, or a
+            mapping or set subclass cannot be rebuilt from its moved contents. ``ArgumentError`` is also a
+            ``TypeError`` and a ``ValueError``, the built-in errors these cases raised before.
 
     Example:
         >>> batch = {"x": torch.ones(2, 3), "ids": [torch.arange(3)], "name": "a"}
@@ -74,6 +77,44 @@ def to_device(obj: T, device: DeviceLike, *, dtype: torch.dtype | None = None, n
     out: T = mover.run(obj)
     mover.finish()
     return out
+
+
+def _type_name(obj: object) -> str:
+    tp = type(obj)
+    return tp.__qualname__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__qualname__}"
+
+
+def _require_module(module: object, call: str, fix: str) -> None:
+    """Raise ``ArgumentError`` unless ``module`` is an ``nn.Module``; ``call`` and ``fix`` complete the message."""
+    if isinstance(module, nn.Module):
+        return
+    if isinstance(module, torch.Tensor):
+        fix = f"{fix} For tensors, use ferry.to_device(t, device); a tensor's own device is t.device."
+    raise ArgumentError(f"{call} needs an nn.Module as its first argument, got a {_type_name(module)}. {fix}")
+
+
+def _require_optimizer(optimizer: object, module: nn.Module) -> None:
+    """Raise ``ArgumentError`` unless ``optimizer`` is an optimizer over (a subset of) ``module``'s parameters."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise ArgumentError(
+            f"optimizer must be a torch.optim.Optimizer, got a {_type_name(optimizer)}. place moves the state of one "
+            "optimizer. Pass the optimizer itself (optimizer=opt, not a list), call place once per optimizer, or, for "
+            "a wrapper, pass the torch optimizer it wraps."
+        )
+    owned = {id(p) for p in module.parameters(remove_duplicate=False)}
+    params = {id(p): p for group in optimizer.param_groups for p in group["params"]}
+    foreign = [p for key, p in params.items() if key not in owned]
+    if foreign:
+        shapes = ", ".join(str(tuple(p.shape)) for p in foreign[:_SHOWN])
+        more = f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else ""
+        raise ArgumentError(
+            f"{len(foreign)} of the optimizer's {len(params)} parameters are not parameters of this "
+            f"{type(module).__name__} (shapes {shapes}{more}). place would move the module but leave them, and "
+            "their optimizer state, where they are: was the optimizer built from another model, or before the model "
+            "was re-created or copied? Pass the optimizer built from this module's parameters "
+            f"(e.g. torch.optim.{type(optimizer).__name__}(model.parameters())), or place the model that holds all "
+            "of them."
+        )
 
 
 def _canonical(device: torch.device) -> torch.device:
@@ -100,6 +141,7 @@ def module_device(module: nn.Module) -> torch.device:
         that has neither (``nn.ReLU``), since that is where its outputs would be made from CPU inputs.
 
     Raises:
+        ArgumentError: ``module`` is not an ``nn.Module``.
         MixedDeviceError: The parameters and buffers are on more than one device; the message names each device with
             the first tensors on it. For model parallelism on purpose, ask each part for its device instead.
 
@@ -107,6 +149,7 @@ def module_device(module: nn.Module) -> torch.device:
         >>> module_device(nn.Linear(2, 2).to("meta")), module_device(nn.ReLU())
         (device(type='meta'), device(type='cpu'))
     """
+    _require_module(module, "ferry.module_device(module)", "Pass the model: ferry.module_device(model).")
     devices = {_canonical(t.device) for t in itertools.chain(module.parameters(), module.buffers())}
     if len(devices) <= 1:
         return devices.pop() if devices else _CPU
@@ -198,11 +241,14 @@ def place(
     the scalar ``step`` stays on the CPU unless the optimizer is fused or capturable, as ``Optimizer.load_state_dict``
     does, so the next ``optimizer.step()`` works. Moves to some devices (``meta`` among them) make new Parameter
     objects; the optimizer's ``param_groups`` and ``state`` are repointed to them, matched by parameter name.
+    Every argument is checked before anything moves.
 
     Args:
         module: The module to move; it is changed in place.
         device: Target device, e.g. ``"cuda:0"``.
-        optimizer: The module's optimizer, if any; its parameters may also include ones from other modules.
+        optimizer: The module's optimizer, if any. Its parameters must all be parameters of ``module`` (an optimizer
+            over a submodule's parameters is fine); one that also holds other parameters is refused, as ``place``
+            would leave those, and their state, on the old device.
         dtype: Floating point or complex dtype to cast to.
 
     Returns:
@@ -210,7 +256,9 @@ def place(
 
     Raises:
         DeviceError: ``device`` does not exist on this machine.
-        TypeError: ``dtype`` is not a floating point or complex dtype.
+        ArgumentError: ``module`` is not an ``nn.Module``; ``optimizer`` is not a ``torch.optim.Optimizer`` or holds
+            parameters that are not ``module``'s (the message says how many); ``dtype`` is not a floating point or
+            complex ``torch.dtype``. Also a ``TypeError`` and ``ValueError``.
 
     Warns:
         PlacementWarning: Plain tensor attributes of the module or its submodules (neither parameters nor buffers)
@@ -221,7 +269,12 @@ def place(
         >>> place(model, "meta", dtype=torch.float16) is model, model.weight.device, model.weight.dtype
         (True, device(type='meta'), torch.float16)
     """
+    _require_module(
+        module, "ferry.place(module, device)", "Pass the model to move: ferry.place(model, device, optimizer=opt)."
+    )
     _check_dtype(dtype)
+    if optimizer is not None:
+        _require_optimizer(optimizer, module)
     return _place(module, resolve_device(device), optimizer, dtype)
 
 
@@ -239,6 +292,9 @@ def offload(module: M) -> M:
     Returns:
         ``module`` itself, on the CPU.
 
+    Raises:
+        ArgumentError: ``module`` is not an ``nn.Module``.
+
     Warns:
         PlacementWarning: Plain tensor attributes were left on another device (see :func:`place`).
 
@@ -246,6 +302,7 @@ def offload(module: M) -> M:
         >>> offload(nn.Linear(2, 2)).weight.device
         device(type='cpu')
     """
+    _require_module(module, "ferry.offload(module)", "Pass the model to move: ferry.offload(model).")
     sources = {t.device.type for t in itertools.chain(module.parameters(), module.buffers())}
     _place(module, _CPU, None, None)
     if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]  # does not initialise CUDA
@@ -261,8 +318,12 @@ def offload(module: M) -> M:
 class DeviceReport:
     """Where a module's tensors and its inputs are, from :func:`check_devices`.
 
+    Truthy when every tensor is on the module's device (``bool(report) == report.ok``), so
+    ``if ferry.check_devices(model, x):`` reads as "if all is well".
+
     Attributes:
-        device: The module's device: where most of its parameters and buffers are (``cpu`` if it has none).
+        device: The module's device: where most of its parameters and buffers are; for a module with neither, where
+            most of the input tensors are (``cpu`` if there are none either).
         mismatches: ``(name, device)`` for each parameter, buffer or input tensor not on ``device``: dotted names
             for the module's tensors (``encoder.weight``), argument paths for inputs (``args[0]["input_ids"]``).
     """
@@ -274,6 +335,10 @@ class DeviceReport:
     def ok(self) -> bool:
         """True when every tensor is on :attr:`device`."""
         return not self.mismatches
+
+    def __bool__(self) -> bool:
+        """Truthy when every tensor is on the module's device: the same as :attr:`ok`."""
+        return self.ok
 
     def raise_if_bad(self) -> None:
         """Raise if any tensor is not on :attr:`device`.
@@ -310,8 +375,11 @@ def check_devices(module: nn.Module, /, *args: Any, **kwargs: Any) -> DeviceRepo
     """Report every parameter, buffer and input tensor that is not on ``module``'s device.
 
     Call it with the arguments you would pass to ``module(...)``; nested inputs are walked as :func:`to_device`
-    walks them. Unlike :func:`module_device` this never raises: for a module split over several devices, its device
-    is the one holding most of its parameters and buffers (the first seen on a tie), and the others are reported.
+    walks them. Unlike :func:`module_device` this never raises for a misplaced tensor: for a module split over
+    several devices, its device is the one holding most of its parameters and buffers (the first seen on a tie), and
+    the others are reported. A module with no parameters or buffers (``nn.ReLU``) runs wherever its inputs are, so
+    the reference is the device most common among the input tensors (the first seen on a tie), and only inputs that
+    disagree with it are reported.
 
     Args:
         module: The module that would run.
@@ -319,19 +387,26 @@ def check_devices(module: nn.Module, /, *args: Any, **kwargs: Any) -> DeviceRepo
         **kwargs: Keyword inputs, reported as ``kwargs["mask"]``.
 
     Returns:
-        A :class:`DeviceReport`; call ``.raise_if_bad()`` on it to fail loudly.
+        A :class:`DeviceReport`, truthy when all is well; call ``.raise_if_bad()`` on it to fail loudly.
+
+    Raises:
+        ArgumentError: ``module`` is not an ``nn.Module``.
 
     Example:
         >>> report = check_devices(nn.Linear(2, 2), torch.ones(1, 2, device="meta"), mask=torch.ones(1))
         >>> report.ok, report.mismatches
         (False, (('args[0]', device(type='meta')),))
     """
+    _require_module(
+        module,
+        "ferry.check_devices(module, *args, **kwargs)",
+        "Pass the module first, then its inputs as you would call it: ferry.check_devices(model, x, mask=mask).",
+    )
     named = [(name, _canonical(t.device)) for name, t in _named_tensors(module)]
-    counts = Counter(device for _, device in named)
-    device = counts.most_common(1)[0][0] if counts else _CPU
     inputs = itertools.chain(
         ((f"args[{i}]", arg) for i, arg in enumerate(args)), ((f"kwargs[{_key(k)}]", v) for k, v in kwargs.items())
     )
-    found = [(name, d) for name, d in named if d != device]
-    found += [(name, d) for name, t in _input_tensors(inputs) if (d := _canonical(t.device)) != device]
-    return DeviceReport(device, tuple(found))
+    given = [(name, _canonical(t.device)) for name, t in _input_tensors(inputs)]
+    counts = Counter(device for _, device in named or given)
+    device = counts.most_common(1)[0][0] if counts else _CPU  # most_common keeps first-seen order on a tie
+    return DeviceReport(device, tuple((name, d) for name, d in named + given if d != device))
