@@ -13,7 +13,7 @@ def test_readme_quickstart_runs(tmp_path, monkeypatch):
     namespace: dict = {}
     exec(compile(blocks[0], "README.md", "exec"), namespace)
     assert (tmp_path / "model.safetensors").is_file()
-    assert sorted(p.name for p in (tmp_path / "runs" / "a").iterdir()) == [
+    assert sorted(p.name for p in (tmp_path / "runs" / "a").glob("step-*")) == [
         "step-000000100",
         "step-000000200",
         "step-000000300",

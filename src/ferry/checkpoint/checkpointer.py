@@ -2,106 +2,114 @@
 
 Layout of ``directory``::
 
+    .ferry-lock                 held by the one process that writes here (pid, host)
     step-000000100/             one committed checkpoint
         state.safetensors       a ferry file: the state_dicts, plain values, RNG states and the step
-        manifest.json           written last: step, save sequence number, time, names, every file's size
+        manifest.json           written last: step, save sequence number, time, metrics, retention, file sizes
     step-000000200/
     step-000000300.ferry-tmp-<pid>-<hex>/   a save in progress (or a crash's leftover): never listed
 
 A checkpoint is written under a temporary folder name, its files fsynced, then committed by one atomic rename of the
-folder and an fsync of ``directory``. So a folder named ``step-<n>`` is complete by construction; ``latest()`` also
-checks the manifest and file sizes, and ``restore()`` verifies every checksum while loading.
+folder and an fsync of ``directory``. So a folder named ``step-<n>`` is complete by construction; listing also
+checks the manifest and file sizes, and ``restore()`` verifies every checksum while loading. The pieces:
+``store.py`` (listing, manifests, retention), ``stateful.py`` (what can be saved in place), ``snapshot.py`` (copies
+for async saves), ``lock.py`` (one writer per directory).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
-import re
 import shutil
+import signal
 import socket
+import threading
 import time
 import warnings
+import weakref
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from types import FrameType, TracebackType
+from typing import Any
 
 import torch
 
-from ferry.checkpoint.atomic import TMP_MARKER, atomic_file, fsync_directory, replace_durably, temporary_name
-from ferry.checkpoint.format import load, save
+from ferry.checkpoint import store
+from ferry.checkpoint.atomic import atomic_file, fsync_directory, replace_durably, temporary_name
+from ferry.checkpoint.format import load, save, verify
+from ferry.checkpoint.lock import DirectoryLock
 from ferry.checkpoint.rng import capture_rng_state, restore_rng_state
+from ferry.checkpoint.snapshot import Snapshotter, tensor_bytes
+from ferry.checkpoint.stateful import is_stateful, load_into, state_of
+from ferry.checkpoint.store import MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, STATE_FILE, RetentionPolicy
 from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError, FerryError
 
 __all__ = ["Checkpointer"]
 
-STATE_FILE = "state.safetensors"
-MANIFEST_FILE = "manifest.json"
-MANIFEST_FORMAT = "ferry.checkpoint"
-MANIFEST_VERSION = 1
-_STEP_DIGITS = 9
-_STEP_RE = re.compile(r"^step-(\d+)$")
-_TMP_RE = re.compile(re.escape(TMP_MARKER) + r"(\d+)-[0-9a-f]+$")
-
-
-class _Saved(NamedTuple):
-    """A complete checkpoint: its save sequence number (1, 2, ...), step and folder; sorts in save order."""
-
-    sequence: int
-    step: int
-    folder: Path
-
-
-def _is_stateful(obj: object) -> bool:
-    return callable(getattr(obj, "state_dict", None)) and callable(getattr(obj, "load_state_dict", None))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - someone else's live process
-        return True
-    return True
+#: Room left beside the tensor bytes for the header, the manifest and file-system overhead, in bytes.
+_SLACK = 1 << 20
+_SIGNALS = ("SIGTERM", "SIGINT", "SIGUSR1")
 
 
 class Checkpointer:
     """Save and restore a training run as numbered checkpoint folders ``step-<zero-padded step>/``.
 
-    ``state`` maps names to objects with ``state_dict()``/``load_state_dict()`` (modules, optimizers, LR schedulers,
-    ``torch.amp.GradScaler``, your own objects) or to plain values (int, float, bool, str, None, tensors and
-    nestings of them). Each save also records the RNG states of Python, NumPy, torch CPU and every initialised
-    accelerator, so a resumed run continues the same random streams.
+    ``state`` maps names to objects saved through their state and restored in place (modules, optimizers, LR
+    schedulers, ``torch.amp.GradScaler``, samplers such as :class:`ferry.ResumableSampler`, ``DataLoader`` objects,
+    ``torch.Generator`` and ``np.random.Generator``, your own objects with ``state_dict``/``load_state_dict``) or to
+    plain values (int, float, bool, str, None, tensors and nestings of them). Each save also records the RNG states
+    of Python, NumPy, torch CPU and every initialised accelerator. For an exactly reproducible resume, put the
+    sampler (or the loader) in ``state`` and give the ``DataLoader`` its own ``generator``.
 
     Example:
         >>> import tempfile, torch, ferry
         >>> model = torch.nn.Linear(2, 2)
-        >>> ckpt = ferry.Checkpointer(tempfile.mkdtemp(), keep_last=2)
-        >>> ckpt.save(10, {"model": model, "epoch": 1}).name
+        >>> with ferry.Checkpointer(tempfile.mkdtemp(), keep_last=2) as ckpt:
+        ...     ckpt.save(10, {"model": model, "epoch": 1}).name
+        ...     state = {"model": torch.nn.Linear(2, 2), "epoch": 0}
+        ...     ckpt.restore(state), state["epoch"]
         'step-000000010'
-        >>> state = {"model": torch.nn.Linear(2, 2), "epoch": 0}
-        >>> ckpt.restore(state), state["epoch"]
         (10, 1)
 
     Args:
         directory: Folder holding the checkpoints; created (with parents) if missing.
-        keep_last: How many of the newest checkpoints to keep (>= 1); older ones are deleted after each save commits.
+        keep_last: How many of the most recently saved checkpoints to keep (>= 1).
+        keep_every: Also keep every checkpoint whose step is divisible by this.
+        keep_best: ``(metric, "min" | "max")``: also keep the best checkpoint by a metric passed to ``save``.
+        every_steps: :meth:`save_if_due` saves when the step is a multiple of this.
+        every_seconds: :meth:`save_if_due` saves when this many seconds have passed since the last save.
+        async_save: ``save`` copies the state off the accelerator (into reused pinned buffers on CUDA; CPU tensors
+            are copied too) and returns; a background thread writes it. One save is in flight at most.
+        handle_signals: SIGTERM, SIGINT and SIGUSR1 set :attr:`preempted` instead of killing the process; the next
+            :meth:`save_if_due` saves at once. The original handlers come back on :meth:`close`. Must be created in
+            the main thread.
 
     Raises:
-        CheckpointError: ``keep_last`` < 1, or ``directory`` cannot be created.
+        CheckpointError: an invalid setting, or ``directory`` cannot be created.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, keep_last: int = 3) -> None:
-        if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
-            raise CheckpointError(
-                f"keep_last={keep_last!r} is not allowed: at least one checkpoint must be kept. "
-                "Pass keep_last=1 or more.",
-                path=directory,
-            )
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        keep_last: int = 3,
+        keep_every: int | None = None,
+        keep_best: tuple[str, str] | None = None,
+        every_steps: int | None = None,
+        every_seconds: float | None = None,
+        async_save: bool = False,
+        handle_signals: bool = False,
+    ) -> None:
         self.directory = Path(directory)
-        self.keep_last = keep_last
+        self.policy = RetentionPolicy(keep_last=keep_last, keep_every=keep_every, keep_best=keep_best)
+        for name, value in (("every_steps", every_steps), ("every_seconds", every_seconds)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                raise CheckpointError(f"{name}={value!r} is not allowed: pass a number > 0, or None.")
+        self.every_steps = every_steps
+        self.every_seconds = every_seconds
+        self.async_save = async_save
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -110,94 +118,203 @@ class Checkpointer:
                 "Choose a writable folder.",
                 path=self.directory,
             ) from err
+        self._lock = DirectoryLock(self.directory)
+        self._last_save_time = time.monotonic()
+        self._last_saved_step: int | None = None
+        self._signal: int | None = None
+        self._old_handlers: dict[int, Any] = {}
+        self._snapshotter = Snapshotter()
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pending: concurrent.futures.Future[Path] | None = None
+        self._closed = False
         self._clean_leftovers()
+        if handle_signals:
+            self._install_handlers()
+        self._finalizer = weakref.finalize(self, self._lock.release)
+
+    @property
+    def keep_last(self) -> int:
+        """How many of the most recently saved checkpoints are kept."""
+        return self.policy.keep_last
 
     def __repr__(self) -> str:
         return f"Checkpointer({str(self.directory)!r}, keep_last={self.keep_last})"
+
+    def __enter__(self) -> Checkpointer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     # -- listing -------------------------------------------------------------------------------------------------
 
     def path_for(self, step: int) -> Path:
         """The folder that holds (or will hold) the checkpoint of ``step``."""
-        return self.directory / f"step-{step:0{_STEP_DIGITS}d}"
+        return store.step_folder(self.directory, step)
 
-    def _read_manifest(self, folder: Path) -> dict[str, Any] | None:
-        """``folder``'s manifest if the folder is complete (manifest readable, every listed file at its size)."""
-        try:
-            manifest: dict[str, Any] = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-            files: dict[str, Any] = manifest["files"]
-            complete = manifest.get("format") == MANIFEST_FORMAT and all(
-                (folder / name).stat().st_size == info["bytes"] for name, info in files.items()
-            )
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None
-        return manifest if complete else None
+    def _checkpoints(self) -> list[store.CheckpointEntry]:
+        """Complete checkpoints in save order.
 
-    def _checkpoints(self) -> list[_Saved]:
-        """Every complete checkpoint, in the order they were saved (oldest first).
-
-        The order is the save sequence number in each manifest, not the step: after a rollback (restore step 20,
-        train on, save 21) the new saves are newer than an abandoned step 30.
+        The order is the save sequence number, not the step: after a rollback to step 20, a new save of step 21 is
+        newer than an abandoned step 30.
         """
-        found = []
-        for entry in self.directory.iterdir():
-            match = _STEP_RE.match(entry.name)
-            if not match or not entry.is_dir():
-                continue
-            manifest = self._read_manifest(entry)
-            if manifest is not None:
-                sequence = manifest.get("sequence")
-                found.append(_Saved(sequence if isinstance(sequence, int) else 0, int(match.group(1)), entry))
-        return sorted(found)
+        return [entry for entry in store.scan(self.directory) if entry.complete]
 
     def steps(self) -> list[int]:
         """The steps of all complete checkpoints, in the order they were saved (oldest first)."""
-        return [saved.step for saved in self._checkpoints()]
+        return [entry.step for entry in self._checkpoints()]
 
     def latest(self) -> Path | None:
-        """The folder of the most recently saved complete checkpoint, or ``None`` when there is none."""
-        checkpoints = self._checkpoints()
-        return checkpoints[-1].folder if checkpoints else None
+        """The most recently saved checkpoint that verifies, or ``None``.
+
+        Each newer checkpoint that fails verification (checksums, sizes) is skipped with a
+        :class:`ferry.CheckpointWarning` naming its folder.
+        """
+        found = self._load_newest(load_payload=False)
+        return None if found is None else found[0]
 
     # -- saving --------------------------------------------------------------------------------------------------
 
-    def save(self, step: int, state: Mapping[str, Any]) -> Path:
+    @property
+    def preempted(self) -> bool:
+        """Whether SIGTERM, SIGINT or SIGUSR1 arrived (with ``handle_signals=True``): save, then stop the loop."""
+        return self._signal is not None
+
+    def save_if_due(self, step: int, state: Mapping[str, Any], *, metrics: Mapping[str, float] | None = None) -> bool:
+        """Save if ``every_steps`` or ``every_seconds`` says so, or a preemption signal is pending; return whether.
+
+        Call it once per step, after the optimizer step. A step already saved is not saved twice.
+        """
+        if step == self._last_saved_step:
+            return False
+        due = self.preempted
+        due = due or (self.every_steps is not None and step % self.every_steps == 0)
+        due = due or (self.every_seconds is not None and time.monotonic() - self._last_save_time >= self.every_seconds)
+        if due:
+            self.save(step, state, metrics=metrics)
+        return due
+
+    def save(self, step: int, state: Mapping[str, Any], *, metrics: Mapping[str, float] | None = None) -> Path:
         """Write a checkpoint of ``state`` at ``step`` and commit it atomically; return its folder.
 
-        Objects with ``state_dict()`` are saved through it; other values are saved as they are. Tensors may live on
-        any device (they are copied to the CPU for writing). A checkpoint that already exists for ``step`` is
-        replaced only after the new one is complete. Older checkpoints beyond ``keep_last`` are deleted only after
-        the new one has committed.
+        Stateful objects are saved through their state, other values as they are; tensors may be on any device.
+        Before anything is written, the free disk space is checked against the size of the state. A checkpoint
+        that already exists for ``step`` is replaced only after the new one is complete. Checkpoints that the
+        retention policy does not keep are deleted only after the new one has committed. The first save takes the
+        directory's write lock. With ``async_save=True`` this returns once the state is copied (the folder is
+        committed later; :meth:`wait` waits for it).
 
         Args:
             step: The training step (an int >= 0); the folder is ``step-<step zero-padded to 9 digits>``.
             state: Names mapped to stateful objects or plain values.
+            metrics: Numbers recorded in the manifest (``{"val_loss": 0.31}``), used by ``keep_best``.
 
         Returns:
-            The committed folder, e.g. ``directory/step-000000420``.
+            The checkpoint's folder, e.g. ``directory/step-000000420``.
 
         Raises:
-            CheckpointError: ``step`` is not a non-negative int, a value cannot be saved (the message names it),
-                or the file system refused a step; the previous checkpoints are untouched.
+            CheckpointError: ``step`` or ``state`` is invalid, a value cannot be saved (the message names it), the
+                disk is too full, another process holds the directory's lock, a previous async save failed, or the
+                file system refused a step. The previous checkpoints are untouched.
         """
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise CheckpointError(
-                f"step={step!r} is not a valid step: it must be an int >= 0. Pass the training step counter.",
-                path=self.directory,
-            )
+        self._check_open()
+        self._check_step(step)
         if not isinstance(state, Mapping):
             raise CheckpointError(
                 f"state must map names to objects, got a {type(state).__name__}. Pass a dict, e.g. "
                 '{"model": model, "optimizer": optimizer}.',
                 path=self.directory,
             )
-        objects = {name: obj.state_dict() for name, obj in state.items() if _is_stateful(obj)}
-        values = {name: obj for name, obj in state.items() if not _is_stateful(obj)}
+        clean_metrics = self._check_metrics(metrics)
+        self.wait()
+        self._lock.acquire()
+        objects = {name: state_of(obj) for name, obj in state.items() if is_stateful(obj)}
+        values = {name: obj for name, obj in state.items() if not is_stateful(obj)}
         payload = {"step": step, "objects": objects, "values": values, "rng": capture_rng_state()}
+        self._check_space(step, payload)
+        self._last_save_time = time.monotonic()
+        self._last_saved_step = step
+        if not self.async_save:
+            return self._write(step, payload, clean_metrics)
+        payload = self._snapshotter.copy(payload)
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ferry-checkpoint")
+        self._pending = self._writer.submit(self._write, step, payload, clean_metrics)
+        return self.path_for(step)
 
+    def wait(self) -> None:
+        """Wait for the async save in flight, if any.
+
+        Raises:
+            CheckpointError: that save failed (the previous checkpoints are untouched).
+        """
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        """Finish the async save in flight, release the directory lock and restore the signal handlers.
+
+        Raises:
+            CheckpointError: the async save in flight failed.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.wait()
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown(wait=True)
+            self._lock.release()
+            for sig, handler in self._old_handlers.items():
+                signal.signal(sig, handler)
+            self._old_handlers.clear()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise CheckpointError(
+                f"this Checkpointer of {str(self.directory)!r} is closed. Create a new one to save again.",
+                path=self.directory,
+            )
+
+    def _check_step(self, step: object) -> None:
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise CheckpointError(
+                f"step={step!r} is not a valid step: it must be an int >= 0. Pass the training step counter.",
+                path=self.directory,
+            )
+
+    def _check_metrics(self, metrics: Mapping[str, float] | None) -> dict[str, float]:
+        clean: dict[str, float] = {}
+        for name, value in (metrics or {}).items():
+            number = value.item() if isinstance(value, torch.Tensor) and value.numel() == 1 else value
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or not isinstance(name, str):
+                raise CheckpointError(
+                    f"metric {name!r}={value!r} is not a number. Pass numbers, e.g. metrics={{'val_loss': 0.31}} "
+                    "(use loss.item() for a tensor).",
+                    path=self.directory,
+                )
+            clean[name] = float(number)
+        return clean
+
+    def _check_space(self, step: int, payload: Any) -> None:
+        needed = tensor_bytes(payload) + _SLACK
+        free = shutil.disk_usage(self.directory).free
+        if needed > free:
+            raise CheckpointError(
+                f"not enough disk space to save step {step} in {str(self.directory)!r}: the checkpoint needs about "
+                f"{needed:,} bytes and {free:,} are free. Nothing was written and the older checkpoints are kept. "
+                "Free space (e.g. a lower keep_last, `ferry ckpt gc`), or save to another disk.",
+                path=self.directory,
+            )
+
+    def _write(self, step: int, payload: dict[str, Any], metrics: dict[str, float]) -> Path:
         final = self.path_for(step)
         previous = self._checkpoints()
-        sequence = previous[-1].sequence + 1 if previous else 1
+        sequence = max((entry.sequence for entry in previous), default=0) + 1
         tmp = temporary_name(final)
         try:
             tmp.mkdir()
@@ -210,8 +327,10 @@ class Checkpointer:
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "host": socket.gethostname(),
                 "torch": torch.__version__,
-                "objects": sorted(objects),
-                "values": sorted(values),
+                "objects": sorted(payload["objects"]),
+                "values": sorted(payload["values"]),
+                "metrics": metrics,
+                "retention": self.policy.to_json(),
                 "files": {STATE_FILE: {"bytes": (tmp / STATE_FILE).stat().st_size}},
             }
             with atomic_file(tmp / MANIFEST_FILE) as handle:
@@ -248,56 +367,59 @@ class Checkpointer:
         shutil.rmtree(parked, ignore_errors=True)
 
     def _prune(self, *, keep: Path) -> None:
-        """Delete all but the ``keep_last`` most recently saved checkpoints (never ``keep``, the one just saved).
-
-        Each folder is first renamed to a temporary name (atomic), then deleted: a crash mid-delete leaves a
-        temporary folder that the next start removes, never a half-deleted ``step-<n>`` folder.
-        """
-        checkpoints = self._checkpoints()
-        for saved in checkpoints[: max(0, len(checkpoints) - self.keep_last)]:
-            if saved.folder != keep:
-                doomed = temporary_name(saved.folder)
-                try:
-                    os.replace(saved.folder, doomed)
-                except OSError:
-                    continue
-                shutil.rmtree(doomed, ignore_errors=True)
+        """Delete the complete checkpoints the retention policy does not keep (never ``keep``, just saved)."""
+        for folder, reasons in self.policy.reasons(self._checkpoints()).items():
+            if not reasons and folder != keep:
+                with contextlib.suppress(OSError):
+                    store.remove_checkpoint(folder)
         fsync_directory(self.directory)
 
     def _clean_leftovers(self) -> None:
         """Remove temporary folders of crashed saves (of processes no longer alive); restore parked checkpoints."""
-        for entry in self.directory.iterdir():
-            match = _TMP_RE.search(entry.name)
-            if match and not _pid_alive(int(match.group(1))):
-                if entry.is_dir():
-                    shutil.rmtree(entry, ignore_errors=True)
-                else:
-                    entry.unlink(missing_ok=True)
-            elif entry.name.endswith(".ferry-old"):
-                original = entry.with_name(entry.name.removesuffix(".ferry-old"))
-                if original.exists():
-                    shutil.rmtree(entry, ignore_errors=True)
-                else:
-                    with contextlib.suppress(OSError):
-                        os.replace(entry, original)
+        for entry in store.stale_temporaries(self.directory):
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        for entry in self.directory.glob("*.ferry-old"):
+            original = entry.with_name(entry.name.removesuffix(".ferry-old"))
+            if original.exists():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.replace(entry, original)
+
+    def _install_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            raise CheckpointError(
+                "handle_signals=True needs the Checkpointer to be created in the main thread (Python delivers "
+                "signals there). Create it in the main thread, or pass handle_signals=False.",
+                path=self.directory,
+            )
+        for name in _SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._signal = signum  # only a flag: saving here could run in the middle of a backward pass
 
     # -- restoring -----------------------------------------------------------------------------------------------
 
     def restore(self, state: MutableMapping[str, Any], *, step: int | None = None) -> int | None:
         """Load the most recently saved checkpoint (or that of ``step``) into the live objects of ``state``.
 
-        Without ``step``, a newest checkpoint that fails verification (a flipped bit, a truncated file) is skipped
+        Without ``step``, a newer checkpoint that fails verification (a flipped bit, a truncated file) is skipped
         with a :class:`ferry.CheckpointWarning` naming it, and the next older one is restored.
 
-        Stateful objects are loaded in place with their ``load_state_dict``; modules through
-        :func:`ferry.load_state_dict`, so each tensor lands on the device of the parameter it is loaded into (a run
-        saved on a GPU restores on a CPU-only machine). Optimizer state follows its parameters' devices (mirrors
-        ``Optimizer.load_state_dict``). Saved plain values are written back into ``state``; a tensor value goes to the
-        device of the tensor it replaces. Names saved but not in ``state`` are left alone. The RNG states are
-        restored last.
+        Stateful objects are restored in place; modules through :func:`ferry.load_state_dict`, so each tensor lands
+        on the device of the parameter it is loaded into (a run saved on a GPU restores on a CPU-only machine).
+        Optimizer state follows its parameters' devices (mirrors ``Optimizer.load_state_dict``). Saved plain values
+        are written back into ``state``; a tensor value goes to the device of the tensor it replaces. Names saved
+        but not in ``state`` are left alone. The RNG states are restored last. Takes no lock.
 
         Args:
-            state: Names mapped to live objects (loaded in place) or placeholders for plain values.
+            state: Names mapped to live objects (restored in place) or placeholders for plain values.
             step: Restore this step instead of the newest.
 
         Returns:
@@ -313,28 +435,29 @@ class Checkpointer:
             CorruptCheckpointError: the checkpoint of ``step`` fails verification, or every checkpoint does.
         """
         if step is None:
-            found = self._load_newest()
+            found = self._load_newest(load_payload=True)
             if found is None:
                 return None
             folder, payload = found
         else:
             folder = self.path_for(step)
-            if self._read_manifest(folder) is None:
+            if store.read_manifest(folder)[0] is None:
                 raise CheckpointError(
                     f"no complete checkpoint for step {step} in {str(self.directory)!r}; complete steps: "
                     f"{sorted(self.steps()) or 'none'}. Pass one of those, or step=None for the newest.",
                     path=folder,
                 )
             payload = self._load_payload(folder)
+        assert payload is not None
         objects: dict[str, Any] = payload["objects"]
         values: dict[str, Any] = payload["values"]
-        self._check_names(folder, state, objects, values)
+        _check_names(folder, state, objects, values)
         # Modules first: ferry.load_state_dict checks every key before it changes anything, so a mismatch there
         # leaves every object untouched. Then the other objects, then plain values, then the RNG states.
         names = sorted(objects.keys() & state.keys(), key=lambda name: not isinstance(state[name], torch.nn.Module))
         for done, name in enumerate(names):
             try:
-                self._load_object(state[name], objects[name])
+                load_into(state[name], objects[name], name=name, where=str(folder))
             except FerryError:
                 raise
             except Exception as err:
@@ -348,24 +471,26 @@ class Checkpointer:
             state[name] = _follow_device(values[name], state[name])
         if "rng" in payload:
             restore_rng_state(payload["rng"], where=str(folder))
+        self._last_saved_step = int(payload["step"])
         return int(payload["step"])
 
-    def _load_newest(self) -> tuple[Path, dict[str, Any]] | None:
-        """The newest checkpoint that loads and verifies, warning about each newer one that does not."""
+    def _load_newest(self, *, load_payload: bool) -> tuple[Path, dict[str, Any] | None] | None:
+        """The newest checkpoint that verifies (and its payload), warning about each newer one that does not."""
         first_error: CorruptCheckpointError | None = None
-        for saved in reversed(self._checkpoints()):
+        for entry in reversed(self._checkpoints()):
             try:
-                payload = self._load_payload(saved.folder)
+                if load_payload:
+                    return entry.folder, self._load_payload(entry.folder)
+                verify(entry.folder / STATE_FILE)
+                return entry.folder, None
             except CorruptCheckpointError as err:
                 first_error = first_error or err
                 warnings.warn(
-                    f"checkpoint {str(saved.folder)!r} does not verify and is skipped: {err} Restoring the newest "
+                    f"checkpoint {str(entry.folder)!r} does not verify and is skipped: {err} Using the newest "
                     "older checkpoint instead; delete the bad folder once you no longer need it.",
                     CheckpointWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
-                continue
-            return saved.folder, payload
         if first_error is not None:
             raise first_error
         return None
@@ -381,43 +506,32 @@ class Checkpointer:
             )
         return payload
 
-    @staticmethod
-    def _check_names(
-        folder: Path, state: Mapping[str, Any], objects: Mapping[str, Any], values: Mapping[str, Any]
-    ) -> None:
-        """Every name asked for is in the checkpoint, saved the same way (object vs plain value) as it is now."""
-        absent = [name for name in state if name not in objects and name not in values]
-        if absent:
+
+def _check_names(folder: Path, state: Mapping[str, Any], objects: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """Every name asked for is in the checkpoint, saved the same way (object vs plain value) as it is now."""
+    absent = [name for name in state if name not in objects and name not in values]
+    if absent:
+        raise CheckpointError(
+            f"checkpoint {str(folder)!r} has no {', '.join(map(repr, absent))}; it holds "
+            f"{', '.join(map(repr, sorted([*objects, *values])))}. Remove those names from the state you "
+            "restore, or restore a checkpoint that saved them.",
+            path=folder,
+        )
+    for name, live in state.items():
+        if name in objects and not is_stateful(live):
             raise CheckpointError(
-                f"checkpoint {str(folder)!r} has no {', '.join(map(repr, absent))}; it holds "
-                f"{', '.join(map(repr, sorted([*objects, *values])))}. Remove those names from the state you "
-                "restore, or restore a checkpoint that saved them.",
+                f"checkpoint {str(folder)!r} saved {name!r} as a state_dict but the live {name!r} is a "
+                f"{type(live).__name__} without load_state_dict(). Pass the object it was saved from.",
                 path=folder,
             )
-        for name, live in state.items():
-            if name in objects and not _is_stateful(live):
-                raise CheckpointError(
-                    f"checkpoint {str(folder)!r} saved {name!r} as a state_dict but the live {name!r} is a "
-                    f"{type(live).__name__} without load_state_dict(). Pass the object it was saved from.",
-                    path=folder,
-                )
-            if name in values and _is_stateful(live):
-                raise CheckpointError(
-                    f"checkpoint {str(folder)!r} saved {name!r} as a plain value ({type(values[name]).__name__}) "
-                    f"but the live {name!r} is a {type(live).__name__} with load_state_dict(); restoring would "
-                    "replace the object. Restore into a placeholder under that name, or a checkpoint that saved "
-                    "the object.",
-                    path=folder,
-                )
-
-    @staticmethod
-    def _load_object(live: Any, saved: Any) -> None:
-        if isinstance(live, torch.nn.Module):
-            from ferry.checkpoint.state_dict import load_state_dict
-
-            load_state_dict(live, saved, strict=True)
-        else:
-            live.load_state_dict(saved)
+        if name in values and is_stateful(live):
+            raise CheckpointError(
+                f"checkpoint {str(folder)!r} saved {name!r} as a plain value ({type(values[name]).__name__}) "
+                f"but the live {name!r} is a {type(live).__name__} with load_state_dict(); restoring would "
+                "replace the object. Restore into a placeholder under that name, or a checkpoint that saved "
+                "the object.",
+                path=folder,
+            )
 
 
 def _follow_device(value: Any, live: Any) -> Any:

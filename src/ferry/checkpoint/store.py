@@ -1,0 +1,267 @@
+"""A run directory on disk: its checkpoint folders, their manifests, and which ones the retention policy keeps.
+
+Shared by the :class:`ferry.Checkpointer` (which writes) and ``ferry ckpt`` (which lists, verifies and collects).
+Nothing here writes except :func:`remove_checkpoint`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ferry.checkpoint.atomic import TMP_MARKER, temporary_name
+from ferry.errors import CheckpointError
+
+__all__ = [
+    "MANIFEST_FILE",
+    "MANIFEST_FORMAT",
+    "MANIFEST_VERSION",
+    "STATE_FILE",
+    "CheckpointEntry",
+    "RetentionPolicy",
+    "pid_alive",
+    "read_manifest",
+    "remove_checkpoint",
+    "scan",
+    "stale_temporaries",
+    "step_folder",
+]
+
+STATE_FILE = "state.safetensors"
+MANIFEST_FILE = "manifest.json"
+MANIFEST_FORMAT = "ferry.checkpoint"
+MANIFEST_VERSION = 1
+STEP_DIGITS = 9
+_STEP_RE = re.compile(r"^step-(\d+)$")
+_TMP_RE = re.compile(re.escape(TMP_MARKER) + r"(\d+)-[0-9a-f]+$")
+
+
+def step_folder(directory: Path, step: int) -> Path:
+    """The folder of ``step`` in ``directory``: ``step-<step zero-padded to 9 digits>``."""
+    return directory / f"step-{step:0{STEP_DIGITS}d}"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with ``pid`` runs on this host (``kill(pid, 0)``; a process of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - someone else's live process
+        return True
+    except OverflowError:
+        return False
+    return True
+
+
+def read_manifest(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(manifest, None)`` when ``folder`` is complete, else ``(None, what is wrong)``.
+
+    Complete means: ``manifest.json`` parses, names the ferry checkpoint format, and every file it lists exists with
+    the recorded size in bytes. Checksums are not read here (see ``ferry.checkpoint.format.verify``).
+    """
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"no {MANIFEST_FILE} (the save did not finish, or the folder was partly deleted)"
+    except (OSError, ValueError) as err:
+        return None, f"{MANIFEST_FILE} is unreadable ({err})"
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        return None, f"{MANIFEST_FILE} is not a ferry checkpoint manifest"
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        return None, f"{MANIFEST_FILE} lists no files"
+    for name, info in files.items():
+        try:
+            size = (folder / name).stat().st_size
+        except OSError:
+            return None, f"{name} is missing"
+        expected = info.get("bytes") if isinstance(info, dict) else None
+        if size != expected:
+            return None, f"{name} is {size} bytes, the manifest says {expected}"
+    return manifest, None
+
+
+@dataclass(frozen=True)
+class CheckpointEntry:
+    """One ``step-<n>`` folder of a run directory.
+
+    Attributes:
+        step: The training step in the folder's name.
+        folder: The folder.
+        manifest: Its manifest when the checkpoint is complete, else ``None``.
+        problem: Why it is not complete (``None`` when it is).
+    """
+
+    step: int
+    folder: Path
+    manifest: dict[str, Any] | None = field(repr=False)
+    problem: str | None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the folder holds a complete checkpoint (manifest and every file at its recorded size)."""
+        return self.manifest is not None
+
+    @property
+    def sequence(self) -> int:
+        """The save sequence number (1 for a directory's first save); 0 when unknown."""
+        value = (self.manifest or {}).get("sequence")
+        return value if isinstance(value, int) else 0
+
+    @property
+    def created(self) -> str | None:
+        """When the checkpoint was saved (ISO 8601, local time with offset), if recorded."""
+        value = (self.manifest or {}).get("created")
+        return value if isinstance(value, str) else None
+
+    @property
+    def size(self) -> int:
+        """Bytes on disk of the files in the folder."""
+        total = 0
+        for path in self.folder.iterdir():
+            try:
+                total += path.stat().st_size
+            except OSError:
+                continue
+        return total
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The metrics passed to ``save`` (e.g. ``{"val_loss": 0.31}``)."""
+        value = (self.manifest or {}).get("metrics")
+        return {k: v for k, v in value.items() if isinstance(v, (int, float))} if isinstance(value, dict) else {}
+
+
+def scan(directory: Path) -> list[CheckpointEntry]:
+    """Every ``step-<n>`` folder of ``directory``: complete ones in save order, then incomplete ones by step."""
+    entries = []
+    try:
+        children = list(directory.iterdir())
+    except FileNotFoundError:
+        return []
+    for child in children:
+        match = _STEP_RE.match(child.name)
+        if match and child.is_dir():
+            manifest, problem = read_manifest(child)
+            entries.append(CheckpointEntry(int(match.group(1)), child, manifest, problem))
+    return sorted(entries, key=lambda e: (not e.complete, e.sequence, e.step))
+
+
+def stale_temporaries(directory: Path) -> list[Path]:
+    """Temporary files and folders in ``directory`` left by processes that no longer run (crashed saves)."""
+    stale = []
+    for child in directory.iterdir():
+        match = _TMP_RE.search(child.name)
+        if match and not pid_alive(int(match.group(1))):
+            stale.append(child)
+    return sorted(stale)
+
+
+def remove_checkpoint(folder: Path) -> None:
+    """Delete a checkpoint folder: rename it to a temporary name (atomic), then delete that.
+
+    A crash mid-delete leaves a temporary folder (removed by the next start), never a half-deleted ``step-<n>``.
+    """
+    doomed = temporary_name(folder)
+    os.replace(folder, doomed)
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    """Which complete checkpoints to keep.
+
+    Kept: the ``keep_last`` most recently saved; every step divisible by ``keep_every``; the best by
+    ``keep_best = (metric, "min" | "max")`` among checkpoints saved with that metric. The most recently saved
+    checkpoint is always kept (``keep_last >= 1``).
+
+    Raises:
+        CheckpointError: an invalid setting (the message says which and what is allowed).
+    """
+
+    keep_last: int = 3
+    keep_every: int | None = None
+    keep_best: tuple[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.keep_last, bool) or not isinstance(self.keep_last, int) or self.keep_last < 1:
+            raise CheckpointError(
+                f"keep_last={self.keep_last!r} is not allowed: at least one checkpoint must be kept. "
+                "Pass keep_last=1 or more."
+            )
+        if self.keep_every is not None and (
+            isinstance(self.keep_every, bool) or not isinstance(self.keep_every, int) or self.keep_every < 1
+        ):
+            raise CheckpointError(
+                f"keep_every={self.keep_every!r} is not allowed: it keeps steps divisible by it, so it must be an "
+                "int >= 1. Pass e.g. keep_every=1000, or None."
+            )
+        if self.keep_best is not None:
+            best = self.keep_best
+            if not (
+                isinstance(best, (tuple, list))
+                and len(best) == 2
+                and isinstance(best[0], str)
+                and best[1] in ("min", "max")
+            ):
+                raise CheckpointError(
+                    f"keep_best={best!r} is not allowed: it is (metric name, 'min' or 'max'). "
+                    'Pass e.g. keep_best=("val_loss", "min"), and the metric to save(..., metrics={"val_loss": x}).'
+                )
+            object.__setattr__(self, "keep_best", (best[0], best[1]))
+
+    def to_json(self) -> dict[str, Any]:
+        """The policy as JSON-ready values (recorded in each manifest, read back by ``ferry ckpt gc``)."""
+        return {"keep_last": self.keep_last, "keep_every": self.keep_every, "keep_best": self.keep_best}
+
+    @classmethod
+    def from_json(cls, data: Any) -> RetentionPolicy:
+        """The policy recorded in a manifest; the defaults where none is recorded."""
+        if not isinstance(data, dict):
+            return cls()
+        best = data.get("keep_best")
+        return cls(
+            keep_last=data.get("keep_last", 3),
+            keep_every=data.get("keep_every"),
+            keep_best=tuple(best) if isinstance(best, list) else best,
+        )
+
+    def best(self, entries: list[CheckpointEntry]) -> CheckpointEntry | None:
+        """The best complete checkpoint by ``keep_best`` (ties: the most recently saved), or None."""
+        if self.keep_best is None:
+            return None
+        metric, mode = self.keep_best
+        scored = [
+            (e.metrics[metric], e)
+            for e in entries
+            if e.complete and metric in e.metrics and not math.isnan(e.metrics[metric])
+        ]
+        if not scored:
+            return None
+        sign = 1 if mode == "min" else -1
+        return min(reversed(scored), key=lambda pair: sign * pair[0])[1]
+
+    def reasons(self, entries: list[CheckpointEntry]) -> dict[Path, list[str]]:
+        """For each complete checkpoint (in save order, as :func:`scan` gives them), why it is kept.
+
+        An empty list means the policy lets it be deleted.
+        """
+        complete = [e for e in entries if e.complete]
+        why: dict[Path, list[str]] = {e.folder: [] for e in complete}
+        for entry in complete[-self.keep_last :]:
+            why[entry.folder].append("last")
+        if self.keep_every is not None:
+            for entry in complete:
+                if entry.step % self.keep_every == 0:
+                    why[entry.folder].append("every")
+        best = self.best(complete)
+        if best is not None:
+            why[best.folder].append("best")
+        return why
