@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from ferry.errors import DeviceError, DeviceMismatchError, MixedDeviceError, PlacementWarning
+from ferry.errors import ArgumentError, DeviceError, DeviceMismatchError, FerryError, MixedDeviceError, PlacementWarning
 from ferry.placement import DeviceReport, check_devices, module_device, offload, place, to_device
 
 META = torch.device("meta")
@@ -84,6 +84,17 @@ class TaggedList(list[Any]):
     tag = "class"
 
 
+class TaggedSet(set[Any]):
+    tag = "class"
+
+
+class SizedSet(frozenset[Any]):
+    """A frozenset subclass whose constructor takes something else: ferry cannot rebuild it."""
+
+    def __new__(cls, size: int) -> SizedSet:
+        return super().__new__(cls, (torch.ones(1) for _ in range(size)))
+
+
 class Encoder(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -116,7 +127,7 @@ def leaves(obj: Any) -> Iterator[Any]:
         item = stack.pop()
         if isinstance(item, Mapping):
             stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
+        elif isinstance(item, (list, tuple, set, frozenset)):
             stack.extend(item)
         elif dataclasses.is_dataclass(item) and not isinstance(item, type):
             stack.extend(getattr(item, f.name) for f in dataclasses.fields(item))
@@ -137,6 +148,9 @@ CONTAINERS = [
     pytest.param(lambda t: FrozenBatch(t, t.long()), id="frozen-dataclass"),
     pytest.param(lambda t: FrozenMap({"a": t}), id="mapping"),
     pytest.param(lambda t: TaggedList([t]), id="list-subclass"),
+    pytest.param(lambda t: {t, t.clone(), "a"}, id="set"),
+    pytest.param(lambda t: frozenset([t, (t.clone(), 1)]), id="frozenset"),
+    pytest.param(lambda t: TaggedSet([t]), id="set-subclass"),
     pytest.param(lambda t: {"deep": [(Pair(t, [{"x": t}]),)]}, id="nested"),
 ]
 
@@ -199,9 +213,50 @@ def test_list_subclass_keeps_its_class_and_attributes() -> None:
     assert (TaggedList, "kept") == (type(out), out.extra)
 
 
-def test_mapping_that_cannot_be_rebuilt_says_how_to_fix_it() -> None:
-    with pytest.raises(TypeError, match=r"\.to\(device\) method"):
-        to_device(NoArgsMap(), "meta")
+@pytest.mark.parametrize(("obj", "plain"), [(NoArgsMap(), "a dict"), (SizedSet(2), "a set")])
+def test_container_that_cannot_be_rebuilt_says_how_to_fix_it(obj: Any, plain: str) -> None:
+    with pytest.raises(ArgumentError, match=rf"cannot rebuild a {type(obj).__name__}.*\.to\(device\) method") as caught:
+        to_device(obj, "meta")
+    assert f"or pass {plain} instead" in str(caught.value)
+    assert isinstance(caught.value, TypeError)  # what it raised before ArgumentError
+
+
+def test_set_is_rebuilt_with_the_moved_tensors() -> None:
+    a, b = torch.ones(1), torch.zeros(1)
+    batch = {"s": {a, b, "tag"}}
+    out = to_device(batch, "meta")
+    assert set is type(out["s"])
+    assert 3 == len(out["s"])
+    assert {"tag"} == {x for x in out["s"] if not isinstance(x, torch.Tensor)}
+    assert [META, META] == [x.device for x in out["s"] if isinstance(x, torch.Tensor)]
+    assert {a, b, "tag"} == batch["s"]  # the input set is untouched
+
+
+def test_set_subclass_keeps_its_class_and_shared_tensors_stay_shared() -> None:
+    t = torch.ones(1)
+    out = to_device([TaggedSet([t]), t], "meta")
+    assert TaggedSet is type(out[0])
+    assert {id(out[1])} == {id(x) for x in out[0]}
+
+
+def test_unchanged_frozenset_comes_back_as_is_and_a_set_is_always_new() -> None:
+    frozen = frozenset([torch.ones(1, device="meta"), "a"])
+    plain = {torch.ones(1, device="meta")}
+    assert to_device(frozen, "meta") is frozen
+    out = to_device(plain, "meta")
+    assert out is not plain
+    assert plain == out
+
+
+def test_generators_and_iterators_pass_through_unconsumed() -> None:
+    t = torch.ones(1)
+    gen = (x for x in [t])
+    it = iter([t])
+    out = to_device({"gen": gen, "it": it}, "meta")
+    assert out["gen"] is gen
+    assert out["it"] is it
+    assert [t] == list(gen)  # nothing was consumed: the tensor is still there, not moved
+    assert [t] == list(it)
 
 
 def test_other_leaves_pass_through_untouched() -> None:
@@ -293,8 +348,18 @@ def test_dtype_casts_complex_tensors() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.bool])
 def test_integer_dtype_is_refused_like_module_to(dtype: torch.dtype) -> None:
-    with pytest.raises(TypeError, match="floating point or complex"):
+    with pytest.raises(ArgumentError, match="floating point or complex") as caught:
         to_device(torch.ones(1), "cpu", dtype=dtype)
+    assert isinstance(caught.value, TypeError)  # what it raised before ArgumentError
+    assert "dtype=torch.bfloat16" in str(caught.value)
+
+
+@pytest.mark.parametrize("dtype", ["float16", np.float16, 16])
+def test_dtype_that_is_not_a_torch_dtype_is_refused(dtype: Any) -> None:
+    with pytest.raises(ArgumentError, match=r"must be a torch\.dtype.*dtype=torch\.bfloat16"):
+        to_device(torch.ones(1), "cpu", dtype=dtype)
+    with pytest.raises(ArgumentError, match=r"must be a torch\.dtype"):
+        place(nn.Linear(1, 1), "cpu", dtype=dtype)
 
 
 def test_input_is_not_mutated() -> None:
@@ -321,8 +386,10 @@ def test_deep_nesting_does_not_hit_the_recursion_limit(depth: int) -> None:
 def test_a_structure_containing_itself_is_refused() -> None:
     loop: list[Any] = [torch.ones(1)]
     loop.append(loop)
-    with pytest.raises(ValueError, match="contains itself"):
+    with pytest.raises(ArgumentError, match="contains itself: a list") as caught:
         to_device(loop, "meta")
+    assert isinstance(caught.value, ValueError)  # what it raised before ArgumentError
+    assert "without the back-reference" in str(caught.value)
 
 
 def test_non_blocking_on_the_cpu_returns_the_data() -> None:
@@ -501,16 +568,34 @@ def test_place_moves_step_of_a_capturable_optimizer() -> None:
     assert {(META, torch.float32)} == steps
 
 
-def test_place_leaves_parameters_of_other_modules_alone() -> None:
-    moved, other = nn.Linear(3, 3), nn.Linear(3, 1)
-    optimizer = torch.optim.Adam([*moved.parameters(), *other.parameters()])
-    nn.Sequential(moved, other)(torch.ones(2, 3)).sum().backward()
-    optimizer.step()
-    place(moved, "meta", optimizer=optimizer)
-    group = optimizer.param_groups[0]["params"]
-    assert [id(p) for p in [*moved.parameters(), *other.parameters()]] == [id(p) for p in group]
-    assert CPU == optimizer.state[other.weight]["exp_avg"].device
-    assert META == optimizer.state[moved.weight]["exp_avg"].device
+def test_place_with_an_optimizer_over_a_submodule_moves_its_state() -> None:
+    model = quiet_model()
+    optimizer = torch.optim.Adam(model[2].parameters())
+    trained(model, optimizer)
+    place(model, "meta", optimizer=optimizer)
+    assert [id(p) for p in model[2].parameters()] == [id(p) for p in optimizer.param_groups[0]["params"]]
+    assert {META} == {state["exp_avg"].device for state in optimizer.state.values()}
+
+
+OTHER_OPTIMIZERS = [
+    pytest.param(lambda model, other: [*other.parameters()], "2 of the optimizer's 2", id="another-model"),
+    pytest.param(lambda model, other: [*model.parameters(), other.weight], "1 of the optimizer's 3", id="extra"),
+]
+
+
+@pytest.mark.parametrize(("params", "counted"), OTHER_OPTIMIZERS)
+def test_place_refuses_an_optimizer_with_parameters_not_in_the_module(params: Any, counted: str) -> None:
+    model, other = nn.Linear(3, 1), nn.Linear(3, 1)
+    optimizer = torch.optim.Adam(params(model, other))
+    before = [id(p) for group in optimizer.param_groups for p in group["params"]]
+    with pytest.raises(ArgumentError) as caught:
+        place(model, "meta", optimizer=optimizer)
+    message = str(caught.value)
+    assert f"{counted} parameters are not parameters of this Linear" in message
+    assert "Pass the optimizer built from this module's parameters" in message
+    assert "torch.optim.Adam(model.parameters())" in message
+    assert CPU == model.weight.device  # refused before anything moved
+    assert before == [id(p) for group in optimizer.param_groups for p in group["params"]]
 
 
 def test_place_warns_once_about_plain_tensor_attributes() -> None:
@@ -533,8 +618,56 @@ def test_place_does_not_warn_about_attributes_already_there() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.bool])
 def test_place_refuses_an_integer_dtype(dtype: torch.dtype) -> None:
-    with pytest.raises(TypeError, match="floating point"):
+    with pytest.raises(ArgumentError, match="floating point"):
         place(nn.Linear(1, 1), "meta", dtype=dtype)
+
+
+# --- arguments of the wrong kind -----------------------------------------------------------------------------------
+
+WRONG_KINDS = [
+    pytest.param(lambda: place(torch.ones(1), "cpu"), r"ferry\.place.*got a torch\.Tensor", id="place-tensor"),
+    pytest.param(lambda: offload(torch.ones(1)), r"ferry\.offload.*got a torch\.Tensor", id="offload-tensor"),
+    pytest.param(lambda: module_device(torch.ones(1)), r"module_device.*got a torch\.Tensor", id="device-tensor"),
+    pytest.param(lambda: check_devices(torch.ones(1)), r"check_devices.*got a torch\.Tensor", id="check-tensor"),
+    pytest.param(lambda: place({"x": nn.Linear(1, 1)}, "cpu"), r"ferry\.place.*got a dict", id="place-dict"),
+    pytest.param(lambda: check_devices(torch.ones(1), nn.Linear(1, 1)), r"Pass the module first", id="check-swapped"),
+]
+
+
+@pytest.mark.parametrize(("call", "match"), WRONG_KINDS)
+def test_wrong_kind_of_module_names_the_type_and_the_fix(call: Any, match: str) -> None:
+    with pytest.raises(ArgumentError, match=match) as caught:
+        call()
+    message = str(caught.value)
+    assert "needs an nn.Module as its first argument" in message
+    if "torch.Tensor" in message:
+        assert "use ferry.to_device(t, device)" in message
+
+
+NOT_OPTIMIZERS = [
+    pytest.param(lambda opt: [opt], "list", id="list"),
+    pytest.param(lambda opt: {"main": opt}, "dict", id="dict"),
+    pytest.param(lambda opt: "adam", "str", id="name"),
+]
+
+
+@pytest.mark.parametrize(("wrap", "type_name"), NOT_OPTIMIZERS)
+def test_place_refuses_an_optimizer_that_is_not_one(wrap: Any, type_name: str) -> None:
+    model = nn.Linear(1, 1)
+    optimizer = wrap(torch.optim.SGD(model.parameters(), lr=0.1))
+    with pytest.raises(ArgumentError, match=rf"must be a torch\.optim\.Optimizer, got a {type_name}\.") as caught:
+        place(model, "meta", optimizer=optimizer)
+    assert "Pass the optimizer itself (optimizer=opt, not a list)" in str(caught.value)
+    assert CPU == model.weight.device
+
+
+def test_argument_error_is_a_ferry_error_and_a_builtin_one() -> None:
+    with pytest.raises(FerryError):
+        place(torch.ones(1), "cpu")  # type: ignore[type-var]
+    with pytest.raises(TypeError):
+        module_device(torch.ones(1))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"nn\.Module"):
+        check_devices(torch.ones(1))  # type: ignore[arg-type]
 
 
 # --- offload -------------------------------------------------------------------------------------------------------
@@ -588,8 +721,33 @@ def test_check_devices_reports_stray_parameters_against_the_main_device() -> Non
     assert DeviceReport(CPU, (("2.weight", META), ("2.bias", META))) == report
 
 
-def test_check_devices_of_a_parameterless_module_uses_the_cpu() -> None:
-    assert DeviceReport(CPU, (("args[0]", META),)) == check_devices(nn.ReLU(), torch.ones(1, device="meta"))
+PARAMETERLESS = [
+    pytest.param([], DeviceReport(CPU), id="no-inputs"),
+    pytest.param(["meta"], DeviceReport(META), id="one-input"),
+    pytest.param(["meta", "cpu", "meta"], DeviceReport(META, (("args[1]", CPU),)), id="most-common"),
+    pytest.param(["cpu", "meta"], DeviceReport(CPU, (("args[1]", META),)), id="tie-first-seen"),
+    pytest.param(["meta", "cpu"], DeviceReport(META, (("args[1]", CPU),)), id="tie-first-seen-meta"),
+]
+
+
+@pytest.mark.parametrize(("devices", "expected"), PARAMETERLESS)
+def test_check_devices_of_a_parameterless_module_uses_the_inputs_device(
+    devices: list[str], expected: DeviceReport
+) -> None:
+    assert expected == check_devices(nn.ReLU(), *(torch.ones(1, device=d) for d in devices))
+
+
+def test_check_devices_walks_sets() -> None:
+    report = check_devices(nn.Linear(1, 1), {"ids": {torch.ones(1, device="meta")}})
+    assert DeviceReport(CPU, (('args[0]["ids"]{0}', META),)) == report
+
+
+@pytest.mark.parametrize(("report", "truth"), [(DeviceReport(CPU), True), (DeviceReport(CPU, (("x", META),)), False)])
+def test_report_is_truthy_only_when_all_is_well(report: DeviceReport, truth: bool) -> None:
+    assert truth is bool(report)
+    assert truth is report.ok
+    assert bool(check_devices(nn.Linear(1, 1), torch.ones(1)))
+    assert not check_devices(nn.Linear(1, 1), torch.ones(1, device="meta"))
 
 
 def test_report_when_all_is_well() -> None:

@@ -101,7 +101,7 @@ def _require_optimizer(optimizer: object, module: nn.Module) -> None:
             "optimizer. Pass the optimizer itself (optimizer=opt, not a list), call place once per optimizer, or, for "
             "a wrapper, pass the torch optimizer it wraps."
         )
-    owned = {id(p) for p in module.parameters(remove_duplicate=False)}
+    owned = {id(p) for _, p in module.named_parameters(remove_duplicate=False)}
     params = {id(p): p for group in optimizer.param_groups for p in group["params"]}
     foreign = [p for key, p in params.items() if key not in owned]
     if foreign:
