@@ -22,6 +22,7 @@ from ferry.errors import (
     UnsafeCheckpointError,
 )
 from ferry.placement import DeviceReport, check_devices, module_device, offload, place, to_device
+from ferry.sampler import ResumableSampler
 
 __version__ = "0.1.0"
 
@@ -40,6 +41,7 @@ __all__ = [
     "LoadReport",
     "MixedDeviceError",
     "PlacementWarning",
+    "ResumableSampler",
     "StateDictMismatchError",
     "UnsafeCheckpointError",
     "__version__",
