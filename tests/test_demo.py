@@ -64,7 +64,7 @@ def test_demo_survives_sigterm_and_resumes(tmp_path):
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, out
-    assert "SIGTERM received: saved step" in out
+    assert "interrupted: saved step" in out
     assert "Run the same command again to resume" in out
     interrupted_at = int(re.search(r"saved step (\d+)", out).group(1))
     assert 0 < interrupted_at < 3000

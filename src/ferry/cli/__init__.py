@@ -13,6 +13,7 @@ __all__ = ["main", "run"]
 
 #: command name -> (module under ferry.cli, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "ckpt": ("ckpt", "list, inspect, verify, diff, convert and garbage-collect checkpoints"),
     "demo": ("demo", "train an MLP on the bundled digits data with checkpoints and resume"),
     "env": ("env", "show the devices ferry sees, with torch, CUDA and Python versions"),
 }

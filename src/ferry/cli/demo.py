@@ -1,18 +1,16 @@
 """``ferry demo``: train an MLP on scikit-learn's bundled digits, checkpoint it, survive interruption, resume.
 
-The run is deterministic given ``--seed``: the order of the training examples at step ``s`` depends only on the seed
-and ``s``, and the Checkpointer restores the model, the optimizer and every RNG state, so an interrupted and resumed
-run trains on exactly the batches the uninterrupted one would have.
+The run is deterministic given ``--seed``: batches come from a :class:`ferry.ResumableSampler`, and the Checkpointer
+(with ``handle_signals=True``) restores the model, the optimizer, the sampler's position inside its epoch and every
+RNG state, so an interrupted and resumed run ends with exactly the parameters of an uninterrupted one.
 """
 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import torch
@@ -62,34 +60,6 @@ def build_model() -> nn.Sequential:
     return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
 
 
-def _batch_indices(step: int, n: int, seed: int) -> torch.Tensor:
-    """Indices of the batch at ``step``: epoch ``e`` is a permutation seeded by ``(seed, e)``; drop the last partial."""
-    per_epoch = n // BATCH_SIZE
-    epoch, position = divmod(step, per_epoch)
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 100_003 + epoch))
-    return order[position * BATCH_SIZE : (position + 1) * BATCH_SIZE]
-
-
-class _StopFlag:
-    """Set by SIGINT/SIGTERM; the loop finishes its step, saves and exits. Restores the old handlers on exit."""
-
-    def __init__(self) -> None:
-        self.signal: int | None = None
-        self._old: dict[int, Any] = {}
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.signal = signum
-
-    def __enter__(self) -> _StopFlag:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._old.items():
-            signal.signal(sig, handler)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ferry demo``; return 0 on success (or a clean interruption), 1 if accuracy misses the target."""
     args = _parser().parse_args(argv)
@@ -111,7 +81,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _train(args: argparse.Namespace, console: Any) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     import ferry
 
@@ -124,68 +93,90 @@ def _train(args: argparse.Namespace, console: Any) -> int:
         )
     torch.manual_seed(args.seed)
     x_train, y_train, x_test, y_test = _load_digits(args.seed)
-    x_train, y_train = ferry.to_device((x_train, y_train), device)
+    dataset = torch.utils.data.TensorDataset(x_train, y_train)
+    sampler = ferry.ResumableSampler(dataset, shuffle=True, seed=args.seed)
+    loader = torch.utils.data.DataLoader(
+        dataset,
+        batch_size=BATCH_SIZE,
+        sampler=sampler,
+        drop_last=True,
+        generator=torch.Generator().manual_seed(args.seed),
+    )
 
     model = build_model()
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
     ferry.place(model, device, optimizer=optimizer)
     directory = Path(args.dir)
-    checkpointer = ferry.Checkpointer(directory / "checkpoints", keep_last=3)
-    state: dict[str, Any] = {"model": model, "optimizer": optimizer, "seed": args.seed}
-    restored = checkpointer.restore(state)
-    if state["seed"] != args.seed:
-        raise ferry.CheckpointError(
-            f"the run in {str(directory)!r} was started with --seed {state['seed']}, not --seed {args.seed}: the "
-            "seed chooses the train/test split, so resuming with another would test on training digits. Run again "
-            f"with --seed {state['seed']}, or use a new --dir for a new seed.",
-            path=directory,
-        )
-    start = 0 if restored is None else restored
-    console.print(f"ferry demo: training on [bold]{device}[/], {len(y_train)} train / {len(y_test)} test digits")
-    if restored is not None:
-        console.print(f"resumed from {checkpointer.path_for(restored)} at step {restored}")
-    if start >= args.steps:
-        console.print(f"this run already finished at step {start} (asked for {args.steps} steps): nothing to train.")
-        return _finish(model, device, directory, x_test, y_test, console)
-
-    loss_value = float("nan")
-    interrupted: int | None = None
-    step = start
-    with (
-        _StopFlag() as stop,
-        Progress(
-            TextColumn("step"),
-            MofNCompleteColumn(),
-            BarColumn(),
-            TextColumn("loss {task.fields[loss]:.4f}"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as progress,
-    ):
-        task = progress.add_task("train", total=args.steps, completed=start, loss=loss_value)
-        while step < args.steps:
-            index = _batch_indices(step, len(y_train), args.seed).to(device)
-            loss = nn.functional.cross_entropy(model(x_train[index]), y_train[index])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            optimizer.step()
-            step += 1
-            if step % args.every == 0 or step == args.steps or stop.signal is not None:
-                loss_value = loss.item()
-                checkpointer.save(step, state)
-                progress.update(task, completed=step, loss=loss_value)
-            if stop.signal is not None:
-                interrupted = stop.signal
-                break
-    if interrupted is not None:
-        name = signal.Signals(interrupted).name
-        console.print(
-            f"{name} received: saved step {step} to {checkpointer.path_for(step)}. "
-            f"Run the same command again to resume: ferry demo --dir {args.dir} --steps {args.steps}"
-        )
-        return 0
+    with ferry.Checkpointer(
+        directory / "checkpoints", keep_last=3, every_steps=args.every, handle_signals=True
+    ) as checkpointer:
+        state: dict[str, Any] = {"model": model, "optimizer": optimizer, "sampler": sampler, "seed": args.seed}
+        probe = {"seed": args.seed}
+        if checkpointer.restore(probe) is not None and probe["seed"] != args.seed:
+            raise ferry.CheckpointError(
+                f"the run in {str(directory)!r} was started with --seed {probe['seed']}, not --seed {args.seed}: "
+                "the seed chooses the train/test split, so resuming with another would test on training digits. "
+                f"Run again with --seed {probe['seed']}, or use a new --dir for a new seed.",
+                path=directory,
+            )
+        restored = checkpointer.restore(state)
+        start = 0 if restored is None else restored
+        console.print(f"ferry demo: training on [bold]{device}[/], {len(y_train)} train / {len(y_test)} test digits")
+        if restored is not None:
+            console.print(f"resumed from {checkpointer.path_for(restored)} at step {restored}")
+        if start >= args.steps:
+            console.print(
+                f"this run already finished at step {start} (asked for {args.steps} steps): nothing to train."
+            )
+            return _finish(model, device, directory, x_test, y_test, console)
+        step = _train_loop(args, model, optimizer, loader, checkpointer, state, start, device, console)
+        if checkpointer.preempted:
+            console.print(
+                f"interrupted: saved step {step} to {checkpointer.path_for(step)}. "
+                f"Run the same command again to resume: ferry demo --dir {args.dir} --steps {args.steps}"
+            )
+            return 0
     return _finish(model, device, directory, x_test, y_test, console)
+
+
+def _train_loop(
+    args: argparse.Namespace,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    loader: torch.utils.data.DataLoader[Any],
+    checkpointer: Any,
+    state: dict[str, Any],
+    step: int,
+    device: torch.device,
+    console: Any,
+) -> int:
+    """Train from ``step`` until ``--steps`` or a preemption signal; every exit point is saved. Returns the step."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    import ferry
+
+    columns = (TextColumn("step"), MofNCompleteColumn(), BarColumn(), TextColumn("loss {task.fields[loss]:.4f}"))
+    with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task("train", total=args.steps, completed=step, loss=float("nan"))
+        saved = step
+        while step < args.steps and not checkpointer.preempted:
+            for features, labels in loader:
+                features, labels = ferry.to_device((features, labels), device)
+                loss = nn.functional.cross_entropy(model(features), labels)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()  # type: ignore[no-untyped-call]
+                optimizer.step()
+                step += 1
+                if checkpointer.save_if_due(step, state):
+                    saved = step
+                if saved == step or step % 10 == 0:
+                    progress.update(task, completed=step, loss=loss.item())
+                if step >= args.steps or checkpointer.preempted:
+                    break
+        if saved != step:  # the last step, or the one a signal stopped at
+            checkpointer.save(step, state)
+        progress.update(task, completed=step)
+    return step
 
 
 def _finish(
