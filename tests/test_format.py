@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import io
 import json
 import math
 import os
@@ -29,7 +30,7 @@ import ferry
 from ferry.checkpoint.atomic import TMP_MARKER
 from ferry.checkpoint.format import load, save, verify
 from ferry.checkpoint.layout import DTYPES
-from ferry.errors import CheckpointError, CorruptCheckpointError, DeviceError
+from ferry.errors import ArgumentError, CheckpointError, CorruptCheckpointError, DeviceError
 
 CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "checkpoints"
 
@@ -429,8 +430,50 @@ def test_load_missing_file_raises_checkpoint_error(tmp_path: Path) -> None:
 
 
 def test_load_a_folder_raises_checkpoint_error(tmp_path: Path) -> None:
-    with pytest.raises(CheckpointError, match="is a folder"):
-        load(tmp_path)
+    for check in (load, verify):
+        with pytest.raises(CheckpointError, match="is a folder") as caught:
+            check(tmp_path)
+        assert caught.value.path == tmp_path
+
+
+class BytesPath:
+    def __fspath__(self) -> bytes:
+        return b"model.safetensors"
+
+
+BAD_PATHS = {
+    "int": (5, "path is a int: 5", "as a str or pathlib.Path"),
+    "None": (None, "path is a NoneType: None", "as a str or pathlib.Path"),
+    "bytes": (b"model.safetensors", "path is a bytes: b'model.safetensors'", "as a str or pathlib.Path"),
+    "PathLike of bytes": (BytesPath(), "path is a test_format.BytesPath", "as a str or pathlib.Path"),
+    "file object": (io.BytesIO(), "path is a _io.BytesIO", "not through file objects"),
+    "swapped arguments": ({"w": 1}, "path is a dict: {'w': 1}", "look swapped"),
+}
+
+
+@pytest.mark.parametrize(("path", "what", "fix"), BAD_PATHS.values(), ids=BAD_PATHS.keys())
+def test_a_path_that_is_not_a_path_raises_argument_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: Any, what: str, fix: str
+) -> None:
+    monkeypatch.chdir(tmp_path)  # nothing may be written, even under a name derived from the bad path
+    swapped = fix == "look swapped"
+    calls = {"save": lambda: save("model.safetensors" if swapped else {"w": 1}, path)}
+    if not swapped:
+        calls.update(load=lambda: load(path), verify=lambda: verify(path))
+    for function, call in calls.items():
+        with pytest.raises(ArgumentError) as caught:
+            call()
+        message = str(caught.value)
+        assert message.startswith(f"ferry.{function}(")
+        assert what in message
+        assert fix in message
+        assert isinstance(caught.value, TypeError)
+    assert [] == list(tmp_path.iterdir())
+
+
+def test_swapped_save_arguments_say_the_exact_call(tmp_path: Path) -> None:
+    with pytest.raises(ArgumentError, match=r"Call ferry\.save\(obj, 'runs/model\.safetensors'\)"):
+        save(Path("runs/model.safetensors"), {"w": torch.ones(1)})
 
 
 # ------------------------------------------------------------------------------------------------------ corruption

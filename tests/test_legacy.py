@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from ferry.checkpoint.format import load, verify
-from ferry.checkpoint.legacy import restricted_unpickler_is_safe, sniff
+from ferry.checkpoint.legacy import _scan, restricted_unpickler_is_safe, sniff
 from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
 
 CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "checkpoints"
@@ -205,11 +205,16 @@ SNIFF_CASES = {
     b"\x80\x05\x95": "pickle",
     b"\x80\x07": None,
     b"hello": None,
+    b"hello, world\n" * 40: None,
     b"": None,
+    pickle.dumps({"a": [1, 2]}, protocol=0): "pickle",
+    pickle.dumps({"a": [1, 2]}, protocol=1): "pickle",
+    pickle.dumps({str(i): i for i in range(200)}, protocol=0)[:512]: "pickle",  # the head of a longer pickle
+    pickle.dumps({str(i): i for i in range(200)}, protocol=0)[:100]: None,  # a short file that ends mid-pickle
 }
 
 
-@pytest.mark.parametrize(("head", "kind"), SNIFF_CASES.items())
+@pytest.mark.parametrize(("head", "kind"), SNIFF_CASES.items(), ids=[repr(h[:12]) for h in SNIFF_CASES])
 def test_sniff(head: bytes, kind: str | None) -> None:
     assert sniff(head) == kind
 
@@ -232,3 +237,110 @@ def test_real_torchscript_archive_says_to_use_torch_jit_load() -> None:
             check(path)
         assert type(caught.value) is CheckpointError
         assert caught.value.path == path
+
+
+# ---------------------------------------------------------------- pickle protocols, plain pickles, focused messages
+
+TORCH_BOILERPLATE = ("Weights only load failed", "Check the documentation", "pytorch.org", "file an issue")
+
+
+def assert_focused(error: Exception, *phrases: str) -> None:
+    """ferry's own words: the phrases, none of torch's boilerplate, and short enough to read."""
+    message = str(error)
+    for phrase in phrases:
+        assert phrase in message
+    assert not [text for text in TORCH_BOILERPLATE if text in message]
+    assert len(message) < 600, message
+
+
+@pytest.mark.parametrize("protocol", [0, 1, 2, 3, 4, 5])
+def test_plain_pickle_of_any_protocol_is_named_as_such(tmp_path: Path, protocol: int) -> None:
+    path = tmp_path / "data.pt"
+    path.write_bytes(pickle.dumps({"a": [1, 2]}, protocol=protocol))
+    for check in (load, verify, lambda p: load(p, trusted=True)):
+        with pytest.raises(CorruptCheckpointError) as caught:
+            check(path)
+        assert type(caught.value) is CorruptCheckpointError
+        assert_focused(caught.value, f"plain Python pickle (protocol {protocol}), not a torch.save file", "pickle.load")
+        assert "looks like text" not in str(caught.value)
+
+
+@pytest.mark.parametrize("protocol", [0, 1, 2, 3, 4, 5])
+def test_plain_pickle_that_runs_a_shell_command_never_runs_even_when_trusted(tmp_path: Path, protocol: int) -> None:
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.pt"
+    path.write_bytes(pickle.dumps({"w": 1, "x": RunsShell(f"touch {marker}")}, protocol=protocol))
+    for check in (load, verify, lambda p: load(p, trusted=True)):
+        with pytest.raises(UnsafeCheckpointError, match=r"calls (posix|os|nt)\.system when loaded") as caught:
+            check(path)
+        assert_focused(caught.value, f"plain Python pickle (protocol {protocol})", "pickle.load", "ferry.save")
+        assert caught.value.path == path
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("zipped", [True, False], ids=["zip", "legacy pickle"])
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_refusal_names_the_global_in_ferrys_words_with_torchs_text_as_the_cause(
+    tmp_path: Path, protocol: int, zipped: bool
+) -> None:
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.pt"
+    torch.save([RunsShell(f"touch {marker}")], path, pickle_protocol=protocol, _use_new_zipfile_serialization=zipped)
+    for check in (load,) if zipped else (load, verify):  # verify checks a zip's CRCs without unpickling
+        with pytest.raises(UnsafeCheckpointError, match=r"calls (posix|os|nt)\.system when loaded") as caught:
+            check(path)
+        assert_focused(caught.value, "ferry.load(path, trusted=True)", "ferry.save")
+        assert isinstance(caught.value.__cause__, pickle.UnpicklingError)
+        assert "Weights only load failed" in str(caught.value.__cause__)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("zipped", [True, False], ids=["zip", "legacy pickle"])
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_protocols_torchs_restricted_unpickler_reads_load_without_warnings(
+    tmp_path: Path, protocol: int, zipped: bool
+) -> None:
+    path = tmp_path / "model.pt"
+    expected = state_dict()
+    torch.save(expected, path, pickle_protocol=protocol, _use_new_zipfile_serialization=zipped)
+    back = load(path)  # torch warns "Detected pickle protocol 3": with filterwarnings=error that would fail
+    assert all(torch.equal(back[key], expected[key]) for key in expected)
+    verify(path)
+
+
+@pytest.mark.parametrize("zipped", [True, False], ids=["zip", "legacy pickle"])
+@pytest.mark.parametrize(("protocol", "opcode"), [(1, "LONG"), (4, "FRAME"), (5, "FRAME")])
+def test_protocols_torchs_restricted_unpickler_cannot_read_ask_for_trust(
+    tmp_path: Path, protocol: int, opcode: str, zipped: bool
+) -> None:
+    path = tmp_path / "model.pt"
+    expected = state_dict()
+    torch.save(expected, path, pickle_protocol=protocol, _use_new_zipfile_serialization=zipped)
+    with pytest.raises(UnsafeCheckpointError) as caught:
+        load(path)
+    assert_focused(caught.value, f"protocol {protocol}", "restricted unpickler cannot read", "trusted=True")
+    if not zipped:
+        assert f"its {opcode} opcode" in str(caught.value)
+    back = load(path, trusted=True)
+    assert all(torch.equal(back[key], expected[key]) for key in expected)
+
+
+@pytest.mark.parametrize("protocol", [0, 1, 2, 3, 4, 5])
+def test_scan_names_every_global_without_running_the_pickle(protocol: int) -> None:
+    # the second os function reuses the memoized module name (BINGET before STACK_GLOBAL in protocol 4+);
+    # protocols 0 and 1 build Harmless through copyreg._reconstructor and builtins.object
+    data = pickle.dumps([os.system, os.getcwd, collections.OrderedDict, Harmless(1)], protocol=protocol)
+    scan = _scan(io.BytesIO(data))
+    module = os.system.__module__
+    expected = (f"{module}.system", f"{module}.getcwd", "collections.OrderedDict", f"{__name__}.Harmless")
+    assert expected == tuple(name for name in scan.globals if not name.startswith(("copyreg.", "builtins.")))
+    assert protocol == scan.protocol
+    assert scan.value is None
+
+
+def test_scan_of_a_huge_pickle_stops_at_its_limit() -> None:
+    data = pickle.dumps([os.system, *range(1000), os.getcwd], protocol=2)
+    scan = _scan(io.BytesIO(data), limit=50)
+    assert (f"{os.system.__module__}.system",) == scan.globals
+    assert _scan(io.BytesIO(pickle.dumps(7, protocol=2))).value == 7
+    assert _scan(io.BytesIO(pickle.dumps(7, protocol=2)), limit=1).value is None

@@ -23,12 +23,12 @@ import torch
 
 from ferry.checkpoint import layout, legacy, reader, tree, writer
 from ferry.devices import DeviceLike, resolve_device
-from ferry.errors import CheckpointError, CorruptCheckpointError
+from ferry.errors import ArgumentError, CheckpointError, CorruptCheckpointError
 
 __all__ = ["load", "save", "verify"]
 
 #: How many leading bytes are read to tell the kinds of file apart.
-_SNIFF = 512
+_SNIFF = legacy.SNIFF_BYTES
 
 
 def save(obj: object, path: str | os.PathLike[str]) -> None:
@@ -50,6 +50,7 @@ def save(obj: object, path: str | os.PathLike[str]) -> None:
         path: The file to write; its folder must exist.
 
     Raises:
+        ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. a file object, or the arguments swapped).
         CheckpointError: a value that is not a tensor or plain value (the message gives its path in ``obj`` and
             the conversion to make), a tensor on ``meta`` or of an unsupported kind or dtype, or a file-system
             failure (missing folder, full disk, permissions; ``path`` is then unchanged).
@@ -61,7 +62,7 @@ def save(obj: object, path: str | os.PathLike[str]) -> None:
         >>> ferry.load(f"{folder}/ckpt.safetensors")
         {'step': 3, 'weight': tensor([1., 1.])}
     """
-    target = Path(path)
+    target = _as_path(path, "save", obj)
     encoded = tree.encode(obj, target)
     try:
         writer.write_file(target, encoded.tree_json, encoded.blobs)
@@ -93,9 +94,10 @@ def load(path: str | os.PathLike[str], *, device: DeviceLike = "cpu", trusted: b
         CheckpointError: the file is missing or unreadable, is a TorchScript archive (use ``torch.jit.load``), or
             was written by a newer ferry.
         DeviceError: ``device`` does not exist on this machine.
+        ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
     """
+    file = _as_path(path, "load")
     target_device = resolve_device(device)
-    file = Path(path)
     with _open(file) as (handle, size):
         head = handle.read(_SNIFF)
         if layout.looks_like_safetensors(head):
@@ -116,8 +118,9 @@ def verify(path: str | os.PathLike[str]) -> None:
         CorruptCheckpointError: as :func:`load` (names the file, the tensor, the expected and computed checksum).
         CheckpointError: the file is missing or unreadable, a TorchScript archive, or from a newer ferry.
         UnsafeCheckpointError: a legacy pickle that would run code.
+        ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
     """
-    file = Path(path)
+    file = _as_path(path, "verify")
     with _open(file) as (handle, size):
         head = handle.read(_SNIFF)
         if layout.looks_like_safetensors(head):
@@ -130,6 +133,30 @@ def verify(path: str | os.PathLike[str]) -> None:
         if kind is None:
             raise _not_a_checkpoint(file, head, size)
         legacy.verify_torch_file(handle, file, kind)
+
+
+def _as_path(path: object, function: str, obj: object = None) -> Path:
+    """``path`` as a Path, or an ArgumentError that says what was passed instead and what to pass."""
+    if isinstance(path, (str, os.PathLike)):
+        with contextlib.suppress(TypeError):  # an os.PathLike whose __fspath__ returns bytes
+            return Path(path)
+    got = f"{type(path).__module__}.{type(path).__qualname__}".removeprefix("builtins.")
+    shown = repr(path)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    signature = "ferry.save(obj, path)" if function == "save" else f"ferry.{function}(path)"
+    if function == "save" and isinstance(obj, (str, os.PathLike)):
+        why = (
+            f"The arguments look swapped: {signature} takes the object first and the file second, like "
+            f"torch.save(obj, f). Call ferry.save(obj, {str(os.fspath(obj))!r})"
+        )
+    elif hasattr(path, "read") or hasattr(path, "write"):
+        why = (
+            "ferry reads and writes files by name, not through file objects (a save renames a finished temporary "
+            "file into place, which needs the name). Pass the file's path as a str or pathlib.Path"
+        )
+    else:
+        why = 'Pass the file\'s path as a str or pathlib.Path, e.g. "checkpoints/model.safetensors"'
+    raise ArgumentError(f"{signature} needs a file path (str or os.PathLike), but path is a {got}: {shown}. {why}.")
 
 
 def _numels(header: layout.Header) -> dict[str, int]:

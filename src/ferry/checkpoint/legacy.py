@@ -1,18 +1,29 @@
 """Files written by ``torch.save``: zip archives (torch >= 1.6), legacy pickles and tar files, and TorchScript.
 
-Recognised by content, never by extension. They load through torch's restricted unpickler
-(``torch.load(weights_only=True)``), which builds only tensors, containers and plain values. A pickle that names any
-other global would run that global's code; ferry refuses it with :class:`~ferry.UnsafeCheckpointError` naming the
-global, unless the caller opts in with ``trusted=True``. On torch < 2.6 the restricted unpickler itself could be
-bypassed (CVE-2025-32434), so there ferry refuses every untrusted pickle.
+Recognised by content, never by extension (a pickle of protocol 0 or 1 has no header: it is recognised by parsing
+its first opcodes). They load through torch's restricted unpickler (``torch.load(weights_only=True)``), which builds
+only tensors, containers and plain values. A pickle that names any other global would run that global's code; ferry
+refuses it with :class:`~ferry.UnsafeCheckpointError` naming the global, unless the caller opts in with
+``trusted=True``. On torch < 2.6 the restricted unpickler itself could be bypassed (CVE-2025-32434), so there ferry
+refuses every untrusted pickle.
+
+To name the globals and tell a plain pickle from a ``torch.save`` file, ferry reads the pickle's opcodes with
+:mod:`pickletools`, which runs nothing. A plain pickle (``pickle.dump``, not ``torch.save``) is never unpickled, not
+even with ``trusted=True``: ``torch.load`` would run all of it before finding that it is not a ``torch.save`` file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import io
 import pickle
 import pickletools
 import re
+import warnings
 import zipfile
+from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, TypeAlias
 
@@ -20,11 +31,24 @@ import torch
 
 from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
 
-__all__ = ["Kind", "load_torch_file", "restricted_unpickler_is_safe", "sniff", "verify_torch_file"]
+__all__ = ["SNIFF_BYTES", "Kind", "load_torch_file", "restricted_unpickler_is_safe", "sniff", "verify_torch_file"]
 
 Kind: TypeAlias = Literal["zip", "pickle", "tar"]
 
-_PICKLE_OPCODES = frozenset(op.code.encode("latin-1") for op in pickletools.opcodes)
+#: How many leading bytes :func:`sniff` is given (fewer only for a shorter file).
+SNIFF_BYTES = 512
+#: The first pickle of every legacy (non-zip) ``torch.save`` file is this number (``torch.serialization``'s).
+_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
+_OPCODES = {op.code.encode("latin-1"): op for op in pickletools.opcodes}
+#: Opcodes that push a string (a STACK_GLOBAL's module or name), and those that only manage the memo or framing.
+_STRINGS = frozenset(
+    {"UNICODE", "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "STRING", "BINSTRING", "SHORT_BINSTRING"}
+)
+_BOOKKEEPING = frozenset({"PROTO", "FRAME", "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"})
+#: How many opcodes a scan reads at most (about half a second): a huge plain pickle is judged by its start.
+_SCAN_OPCODES = 1_000_000
+#: torch warnings that say nothing to ferry's users (ferry's own messages name the protocol when it matters).
+_NOISE = (r"Detected pickle protocol", r"TypedStorage is deprecated")
 #: Phrases of torch's restricted unpickler that mean "this needs code to run", not "these bytes are damaged".
 _NEEDS_CODE = (
     "GLOBAL",
@@ -35,7 +59,12 @@ _NEEDS_CODE = (
 )
 _FIX_UNSAFE = (
     "If you trust where this file came from, load it with ferry.load(path, trusted=True), which runs its pickle "
-    "with torch.load(weights_only=False); otherwise do not open it"
+    "with torch.load(weights_only=False), and re-save it with ferry.save(obj, path) as a safetensors file that "
+    "loads without running code; otherwise do not open it"
+)
+_FIX_PLAIN = (
+    "ferry.load reads ferry.save, safetensors and torch.save files. If you trust where this file came from, read it "
+    "with pickle.load and save its tensors with ferry.save(obj, path); otherwise do not open it"
 )
 
 
@@ -47,7 +76,161 @@ def sniff(head: bytes) -> Kind | None:
         return "pickle"
     if head[257:262] == b"ustar":  # torch's oldest format: a tar of pickles
         return "tar"
+    if _parses_as_old_pickle(head):  # protocols 0 and 1 have no PROTO opcode
+        return "pickle"
     return None
+
+
+def _parses_as_old_pickle(head: bytes) -> bool:
+    """Whether ``head`` is pickle opcodes of protocol 0 or 1 up to a STOP, or (a full head) up to its end."""
+    stream = io.BytesIO(head)
+    count = 0
+    try:
+        for opcode, _, _ in pickletools.genops(stream):
+            if opcode.name in ("PROTO", "FRAME"):
+                return False
+            count += 1
+            if opcode.name == "STOP":
+                return count >= 2
+    except ValueError:  # an unknown opcode, or the head ends inside one: then a longer file goes on
+        return len(head) >= SNIFF_BYTES and count >= 16 and stream.tell() >= len(head)
+    return False  # pragma: no cover - genops ends with STOP or raises
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scan:
+    """What one pickle's opcodes say, read without running it."""
+
+    protocol: int  # PROTO's argument, else the newest protocol among its opcodes (0 or 1)
+    globals: tuple[str, ...]  # "module.name" of every class or function it calls, in order, each once
+    value: object  # the pickled value when it is a lone number (torch's magic number), else None
+
+
+def _scan(stream: BinaryIO, limit: int = _SCAN_OPCODES) -> _Scan:
+    """Read one pickle's opcodes from ``stream`` (left after its STOP) without running any of them.
+
+    Stops after ``limit`` opcodes; the globals are then those of the pickle's start.
+
+    Raises:
+        ValueError: the bytes are not a pickle (up to the limit).
+    """
+    declared: int | None = None
+    newest = 0
+    found: dict[str, None] = {}
+    memo: dict[int, object] = {}
+    pushed: list[object] = []  # the values pushed, as far as a STACK_GLOBAL needs them (strings), else None
+    values: list[object] = []
+    for count, (opcode, arg, _) in enumerate(pickletools.genops(stream), 1):
+        name = opcode.name
+        newest = max(newest, opcode.proto)
+        number = arg if isinstance(arg, int) else 0
+        if name == "PROTO":
+            declared = number
+        elif name in ("MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"):
+            memo[len(memo) if name == "MEMOIZE" else number] = pushed[-1] if pushed else None
+        elif name in ("GLOBAL", "INST", "STACK_GLOBAL"):
+            if name == "STACK_GLOBAL":
+                module, qualname = [item if isinstance(item, str) else "?" for item in [None, None, *pushed][-2:]]
+            else:
+                module, _, qualname = str(arg).partition(" ")
+            found[_modern_name(module, qualname)] = None
+            pushed.append(None)
+        elif name not in _BOOKKEEPING:
+            pushed.append(arg if name in _STRINGS else memo.get(number) if name.endswith("GET") else None)
+        if name not in _BOOKKEEPING and name != "STOP":
+            values.append(arg)
+        if count >= limit:
+            values.append(None)  # incomplete: not a lone number
+            break
+    lone = values[0] if len(values) == 1 and isinstance(values[0], int) else None
+    return _Scan(declared if declared is not None else newest, tuple(found), lone)
+
+
+def _modern_name(module: str, name: str) -> str:
+    """``module.name`` as Python 3 (and torch's allowlist) spells it: ``__builtin__.set`` is ``builtins.set``."""
+    if (module, name) in NAME_MAPPING:
+        module, name = NAME_MAPPING[(module, name)]
+    else:
+        module = IMPORT_MAPPING.get(module, module)
+    return f"{module}.{name}"
+
+
+def _main_pickle(handle: BinaryIO, kind: Kind) -> _Scan:
+    """Scan the pickle that holds a ``torch.save`` file's object: ``data.pkl``, or a legacy file's fourth pickle.
+
+    Raises:
+        ValueError: no such pickle, or it does not parse.
+    """
+    handle.seek(0)
+    if kind == "zip":
+        with zipfile.ZipFile(handle) as archive:
+            name = next(n for n in archive.namelist() if n == "data.pkl" or n.endswith("/data.pkl"))
+            return _scan(io.BytesIO(archive.read(name)))
+    if kind != "pickle":
+        raise ValueError(f"cannot scan a {kind} file")
+    scans = [_scan(handle) for _ in range(4)]  # magic number, protocol version, system info, the object
+    return _Scan(scans[-1].protocol, tuple(dict.fromkeys(g for s in scans for g in s.globals)), None)
+
+
+def _unsafe(names: Sequence[str]) -> list[str]:
+    """The globals among ``names`` that torch's restricted unpickler refuses (those not on its allowlist)."""
+    allowed = {
+        entry[1] if isinstance(entry, tuple) else f"{entry.__module__}.{entry.__qualname__}"
+        for entry in torch.serialization.get_safe_globals()  # what the user allowed with add_safe_globals
+    }
+    try:
+        from torch import _weights_only_unpickler as unpickler
+
+        allowed.update(unpickler._get_allowed_globals())
+    except Exception:  # pragma: no cover - a private torch API; without it, count only torch's own names safe
+        allowed.update(name for name in names if name.startswith("torch.") or name == "collections.OrderedDict")
+    return [name for name in names if name not in allowed]
+
+
+def _listed(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:5])
+    return shown if len(names) <= 5 else f"{shown} and {len(names) - 5} more"
+
+
+def _check_is_torch_pickle(handle: BinaryIO, path: Path) -> None:
+    """Refuse a pickle that is not a legacy ``torch.save`` file, without running any of it.
+
+    ``torch.load`` unpickles a legacy file's first pickle in full before checking that it is torch's magic number,
+    so a plain pickle would run its code even under ``weights_only=False`` and then fail anyway.
+    """
+    handle.seek(0)
+    try:
+        first = _scan(handle)
+    except ValueError as err:
+        raise _corrupt(
+            path,
+            f"it starts like a pickle but its first object does not parse ({err}); a file cut short or damaged "
+            "looks like this",
+        ) from None
+    if first.value == _MAGIC_NUMBER:
+        return
+    unsafe = _unsafe(first.globals)
+    if unsafe:
+        raise UnsafeCheckpointError(
+            f"{str(path)!r} is a plain Python pickle (protocol {first.protocol}), not a torch.save file, and it calls "
+            f"{_listed(unsafe)} when loaded. ferry refuses it: loading it would run that code (a pickle can run any "
+            f"command), and torch.load cannot read it even with trusted=True. {_FIX_PLAIN}.",
+            path=path,
+        )
+    raise CorruptCheckpointError(
+        f"{str(path)!r} is not a checkpoint: it is a plain Python pickle (protocol {first.protocol}), not a "
+        f"torch.save file (those start with torch's magic number). {_FIX_PLAIN}.",
+        path=path,
+    )
+
+
+@contextlib.contextmanager
+def _quiet_torch() -> Iterator[None]:
+    """Silence torch's warnings that are noise here, so ``-W error`` test suites can load old files."""
+    with warnings.catch_warnings():
+        for message in _NOISE:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+        yield
 
 
 def restricted_unpickler_is_safe(version: str) -> bool:
@@ -91,26 +274,12 @@ def _check_archive(handle: BinaryIO, path: Path) -> None:
         )
 
 
-def _classify(err: Exception, path: Path, trusted: bool) -> CheckpointError:
+def _classify(err: Exception, path: Path, trusted: bool, scan: Callable[[], _Scan]) -> CheckpointError:
     message = str(err)
     if isinstance(err, pickle.UnpicklingError) and "Weights only load failed" in message:
-        found = re.search(r"GLOBAL (\S+)", message)
-        if found:
-            return UnsafeCheckpointError(
-                f"{str(path)!r} is a pickle that calls {found[1]} when loaded; torch's restricted unpickler refuses "
-                f"it because loading it would run that code (a pickle can run any command). {_FIX_UNSAFE}.",
-                path=path,
-            )
-        operand = re.search(r"Unsupported operand (\d+)", message)
-        if any(phrase in message for phrase in _NEEDS_CODE) or (
-            operand and int(operand[1]) < 256 and bytes([int(operand[1])]) in _PICKLE_OPCODES
-        ):
-            detail = message.strip().splitlines()[-1] if message.strip() else type(err).__name__
-            return UnsafeCheckpointError(
-                f"{str(path)!r} is a pickle that needs objects torch's restricted unpickler refuses ({detail}); "
-                f"loading it would run code from the file. {_FIX_UNSAFE}.",
-                path=path,
-            )
+        refused = _refused(message, path, scan)
+        if refused is not None:
+            return refused
     if trusted and isinstance(err, (ImportError, AttributeError)):
         return CheckpointError(
             f"{str(path)!r} could not be unpickled: {type(err).__name__}: {err}. Its pickle refers to code that "
@@ -123,6 +292,52 @@ def _classify(err: Exception, path: Path, trusted: bool) -> CheckpointError:
         f"torch.load could not read it ({type(err).__name__}: {first_line}); it is truncated or damaged, or not a "
         "torch.save file",
     )
+
+
+def _refused(message: str, path: Path, scan: Callable[[], _Scan]) -> UnsafeCheckpointError | None:
+    """Why torch's restricted unpickler refused the file, in ferry's words (torch's text stays the chained cause).
+
+    None when the refusal looks like damage rather than a pickle that needs code.
+    """
+    try:
+        found: _Scan | None = scan()
+    except Exception:  # best effort, on bytes torch could not read: without a scan, torch's own finding is used
+        found = None
+    unsafe = _unsafe(found.globals) if found is not None else []
+    named = re.search(r"GLOBAL (\S+)", message)
+    if not unsafe and named:
+        unsafe = [named[1]]
+    if unsafe:
+        return UnsafeCheckpointError(
+            f"{str(path)!r} is a pickle that calls {_listed(unsafe)} when loaded; ferry refuses it because loading "
+            f"it would run that code (a pickle can run any command). {_FIX_UNSAFE}.",
+            path=path,
+        )
+    operand = re.search(r"Unsupported operand (\d+)", message)
+    opcode = _OPCODES.get(bytes([int(operand[1])])) if operand and int(operand[1]) < 256 else None
+    if opcode is not None and found is not None:
+        return UnsafeCheckpointError(
+            f"{str(path)!r} is a pickle of protocol {found.protocol}, and torch's restricted unpickler cannot read "
+            f"its {opcode.name} opcode (it reads protocols 2 and 3; torch.save writes 2 unless told otherwise), so "
+            f"ferry cannot load it without running its pickle unrestricted. {_FIX_UNSAFE}.",
+            path=path,
+        )
+    if any(phrase in message for phrase in _NEEDS_CODE):
+        return UnsafeCheckpointError(
+            f"{str(path)!r} is a pickle that needs objects torch's restricted unpickler refuses "
+            f"({_torch_detail(message)}); loading it would run code from the file. {_FIX_UNSAFE}.",
+            path=path,
+        )
+    return None
+
+
+def _torch_detail(message: str) -> str:
+    """The line of torch's refusal that names the problem, without its boilerplate about versions and docs."""
+    boilerplate = ("Weights only load failed", "Please file an issue", "Check the documentation", "WeightsUnpickler")
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    specific = [line for line in lines if not line.startswith(boilerplate)]
+    detail = specific[0] if specific else "no detail"
+    return detail if len(detail) <= 200 else detail[:197] + "..."
 
 
 def load_torch_file(handle: BinaryIO, path: Path, kind: Kind, device: torch.device, trusted: bool) -> Any:
@@ -139,13 +354,18 @@ def load_torch_file(handle: BinaryIO, path: Path, kind: Kind, device: torch.devi
         What ``torch.load`` returns.
 
     Raises:
-        UnsafeCheckpointError: the pickle needs arbitrary code (names the global) and ``trusted`` is False.
+        UnsafeCheckpointError: the pickle needs arbitrary code (names the global) or uses opcodes torch's
+            restricted unpickler cannot read (protocols 0, 1, 4, 5), and ``trusted`` is False; or it is a plain
+            pickle (not ``torch.save``) that calls code, which is refused even when ``trusted``.
         CheckpointError: a TorchScript archive (open it with ``torch.jit.load``), or (trusted) a class that cannot be
             imported here.
-        CorruptCheckpointError: a damaged or truncated archive, or bytes that are no pickle torch can read.
+        CorruptCheckpointError: a damaged or truncated archive, bytes that are no pickle torch can read, or a plain
+            pickle (``pickle.dump``, not ``torch.save``).
     """
     if kind == "zip":
         _check_archive(handle, path)
+    elif kind == "pickle":
+        _check_is_torch_pickle(handle, path)
     if not trusted and not restricted_unpickler_is_safe(torch.__version__):
         raise UnsafeCheckpointError(
             f"{str(path)!r} is a pickle, and torch {torch.__version__}'s restricted unpickler can be bypassed "
@@ -155,9 +375,10 @@ def load_torch_file(handle: BinaryIO, path: Path, kind: Kind, device: torch.devi
         )
     handle.seek(0)
     try:
-        return torch.load(handle, map_location=device, weights_only=not trusted)
+        with _quiet_torch():
+            return torch.load(handle, map_location=device, weights_only=not trusted)
     except Exception as err:  # torch.load raises all kinds of errors on damaged input: _classify sorts them
-        raise _classify(err, path, trusted) from err
+        raise _classify(err, path, trusted, lambda: _main_pickle(handle, kind)) from err
 
 
 def verify_torch_file(handle: BinaryIO, path: Path, kind: Kind) -> None:

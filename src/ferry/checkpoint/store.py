@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ferry.checkpoint.atomic import TMP_MARKER, temporary_name
+from ferry.checkpoint.atomic import TMP_MARKER, pid_alive, temporary_name
 from ferry.errors import CheckpointError
 
 __all__ = [
@@ -45,19 +45,6 @@ _TMP_RE = re.compile(re.escape(TMP_MARKER) + r"(\d+)-[0-9a-f]+$")
 def step_folder(directory: Path, step: int) -> Path:
     """The folder of ``step`` in ``directory``: ``step-<step zero-padded to 9 digits>``."""
     return directory / f"step-{step:0{STEP_DIGITS}d}"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with ``pid`` runs on this host (``kill(pid, 0)``; a process of another user counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # pragma: no cover - someone else's live process
-        return True
-    except OverflowError:
-        return False
-    return True
 
 
 def read_manifest(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
