@@ -235,13 +235,15 @@ class Checkpointer:
         payload = {"step": step, "objects": objects, "values": values, "rng": capture_rng_state()}
         self._check_space(step, payload)
         self._last_save_time = time.monotonic()
-        self._last_saved_step = step
         if not self.async_save:
-            return self._write(step, payload, clean_metrics)
+            folder = self._write(step, payload, clean_metrics)
+            self._last_saved_step = step
+            return folder
         payload = self._snapshotter.copy(payload)
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ferry-checkpoint")
         self._pending = self._writer.submit(self._write, step, payload, clean_metrics)
+        self._last_saved_step = step
         return self.path_for(step)
 
     def wait(self) -> None:
@@ -252,7 +254,11 @@ class Checkpointer:
         """
         pending, self._pending = self._pending, None
         if pending is not None:
-            pending.result()
+            try:
+                pending.result()
+            except BaseException:
+                self._last_saved_step = None  # let save_if_due() retry that step
+                raise
 
     def close(self) -> None:
         """Finish the async save in flight, release the directory lock and restore the signal handlers.
@@ -372,7 +378,10 @@ class Checkpointer:
             if not reasons and folder != keep:
                 with contextlib.suppress(OSError):
                     store.remove_checkpoint(folder)
-        fsync_directory(self.directory)
+        # The new checkpoint is committed and durable already; a failed fsync here can only make a deletion
+        # not durable (the folder may come back after a power cut, as a temporary that the next start removes).
+        with contextlib.suppress(OSError):
+            fsync_directory(self.directory)
 
     def _clean_leftovers(self) -> None:
         """Remove temporary folders of crashed saves (of processes no longer alive); restore parked checkpoints."""
@@ -476,6 +485,14 @@ class Checkpointer:
 
     def _load_newest(self, *, load_payload: bool) -> tuple[Path, dict[str, Any] | None] | None:
         """The newest checkpoint that verifies (and its payload), warning about each newer one that does not."""
+        for entry in store.scan(self.directory):
+            if not entry.complete:
+                warnings.warn(
+                    f"checkpoint {str(entry.folder)!r} is incomplete and is skipped: {entry.problem}. Its files were "
+                    "changed or removed after it was committed; delete the folder once you no longer need it.",
+                    CheckpointWarning,
+                    stacklevel=4,
+                )
         first_error: CorruptCheckpointError | None = None
         for entry in reversed(self._checkpoints()):
             try:

@@ -1,8 +1,10 @@
 """A lock file that stops two processes from writing one checkpoint directory.
 
-The lock is a file ``.ferry-lock`` created with ``O_CREAT | O_EXCL`` (atomic on local file systems and NFSv3+),
-holding the writer's pid, host and start time as JSON. A lock left by a process that no longer runs on this host is
-stale and taken over; a lock held from another host cannot be checked from here, so its message says how to remove
+The lock is a file ``.ferry-lock`` holding the writer's pid, host and start time as JSON. It is written under a
+temporary name first and then hard-linked to ``.ferry-lock`` (``link`` fails if the name exists, atomically, on local
+file systems and NFS), so the lock never exists without its content; a lock file that is empty or unreadable
+anyway (written by hand, or by a crashed older writer) is treated as stale. A lock left by a process that no longer
+runs on this host is stale and taken over; a lock held from another host cannot be checked from here, so its message says how to remove
 it by hand once that writer is gone. Readers take no lock.
 """
 
@@ -16,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ferry.checkpoint.store import pid_alive
+from ferry.checkpoint.atomic import pid_alive, temporary_name
 from ferry.errors import CheckpointError
 
 __all__ = ["LOCK_FILE", "DirectoryLock"]
@@ -52,7 +54,7 @@ class DirectoryLock:
         record = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time(), "token": self._token}
         for _ in range(3):
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                self._create(record)
             except FileExistsError:
                 holder = self._holder()
                 if holder is None:
@@ -74,8 +76,6 @@ class DirectoryLock:
                     "writable.",
                     path=self.path,
                 ) from err
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(record, handle)
             self.held = True
             return
         raise CheckpointError(  # pragma: no cover - three lost races in a row
@@ -83,9 +83,26 @@ class DirectoryLock:
             path=self.path,
         )
 
+    def _create(self, record: dict[str, Any]) -> None:
+        """Create the lock file with ``record`` in it, atomically; FileExistsError if it exists."""
+        tmp = temporary_name(self.path)
+        try:
+            tmp.write_text(json.dumps(record), encoding="utf-8")
+            try:
+                os.link(tmp, self.path)
+            except (AttributeError, NotImplementedError, PermissionError):  # pragma: no cover - no hard links here
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(record, handle)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
     @staticmethod
     def _stale(holder: dict[str, Any]) -> bool:
-        """A lock whose process is gone (same host, pid not running); unreadable locks are not assumed stale."""
+        """A lock whose process is gone (same host, pid not running), or one without a readable record."""
+        if not holder:
+            return True
         pid = holder.get("pid")
         return holder.get("host") == socket.gethostname() and isinstance(pid, int) and not pid_alive(pid)
 
