@@ -4,8 +4,8 @@ The lock is a file ``.ferry-lock`` holding the writer's pid, host and start time
 temporary name first and then hard-linked to ``.ferry-lock`` (``link`` fails if the name exists, atomically, on local
 file systems and NFS), so the lock never exists without its content; a lock file that is empty or unreadable
 anyway (written by hand, or by a crashed older writer) is treated as stale. A lock left by a process that no longer
-runs on this host is stale and taken over; a lock held from another host cannot be checked from here, so its message says how to remove
-it by hand once that writer is gone. Readers take no lock.
+runs on this host is stale and taken over; a lock held from another host cannot be checked from here, so its message
+says how to remove it by hand once that writer is gone. Readers take no lock.
 """
 
 from __future__ import annotations
