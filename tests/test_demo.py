@@ -6,6 +6,7 @@ import sys
 import time
 
 import pytest
+import torch
 
 from ferry.cli import main
 
@@ -75,6 +76,16 @@ def test_demo_survives_sigterm_and_resumes(tmp_path):
     assert resumed_at == interrupted_at > 0
     accuracy = float(re.search(r"test accuracy: (\d\.\d+)", second.stdout).group(1))
     assert accuracy >= 0.90
+
+    # the interrupted and resumed run ends with exactly the parameters of an uninterrupted one
+    import ferry
+
+    straight = tmp_path / "straight"
+    assert main(["demo", "--steps", "3000", "--every", "50", "--dir", str(straight)]) == 0
+    resumed, uninterrupted = ferry.load(tmp_path / "model.safetensors"), ferry.load(straight / "model.safetensors")
+    assert resumed.keys() == uninterrupted.keys()
+    for key in resumed:
+        assert torch.equal(resumed[key], uninterrupted[key]), key
 
 
 def test_demo_refuses_to_resume_with_another_seed(tmp_path, capsys):

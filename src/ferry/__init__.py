@@ -4,7 +4,7 @@ The public API at a glance; see README.md for a quickstart.
 """
 
 from ferry.checkpoint.checkpointer import Checkpointer
-from ferry.checkpoint.format import load, save
+from ferry.checkpoint.format import load, save, verify
 from ferry.checkpoint.state_dict import LoadReport, load_state_dict
 from ferry.devices import DeviceRecord, describe_devices, pick_device
 from ferry.errors import (
@@ -55,4 +55,5 @@ __all__ = [
     "place",
     "save",
     "to_device",
+    "verify",
 ]
