@@ -20,15 +20,10 @@ GPU_CHECK = REPO / "scripts" / "gpu-check"
 # peer name in the JSON -> module that must import for it to have figures
 TO_DEVICE_PEERS = [("accelerate", "accelerate"), ("lightning", "lightning")]
 SAVE_METHODS = ["raw", "ferry", "torch", "torch+fsync", "safetensors", "safetensors+fsync"]
-LOAD_METHODS = ["raw", "ferry", "torch", "safetensors"]
-GPU_CHECK_FILES = [
-    "bench.log",
-    "bench_save_load.json",
-    "bench_to_device.json",
-    "gpu-tests.txt",
-    "machine.txt",
-    "summary.md",
-]
+LOAD_METHODS = ["raw", "ferry", "ferry-noverify", "torch", "safetensors", "safetensors+clone"]
+CHECKPOINTER_METHODS = ["raw", "torch.save", "ferry.save", "ckpt sync", "ckpt async"]
+GPU_CHECK_FILES = ["bench.json", "bench.log", "gpu-tests.txt", "machine.txt", "summary.md"]
+GPU_CHECK_MAX_FILES = 6  # what the machine that runs it brings back
 
 pytestmark = pytest.mark.slow
 
@@ -90,7 +85,37 @@ def test_bench_save_load_quick(tmp_path: Path) -> None:
     ]
     assert results["ratios"]["ferry_save_vs_torch_save"] > 0
     assert results["ratios"]["ferry_save_vs_torch_save_fsync"] > 0
+    assert results["ratios"]["ferry_load_vs_noverify"] > 0
+    assert all(isinstance(met, bool) for met in results["targets"].values())
     assert 8 * 2**20 <= report["bytes"] < 12 * 2**20
+
+
+def test_bench_checkpointer_quick(tmp_path: Path) -> None:
+    report = run_bench("bench_checkpointer", tmp_path)
+
+    results = report["results"]
+    assert {} == report["errors"]
+    assert CHECKPOINTER_METHODS == list(results["methods"])
+    for figures in results["methods"].values():
+        assert figures["median_s"] > 0
+        assert len(figures["samples_s"]) == report["repeat"]
+    # the async checkpoint holds the values at save time although the state changed right after save() returned
+    assert results["methods"]["ckpt async"]["values_equal"] is True
+    assert results["methods"]["ckpt sync"]["values_equal"] is True
+    assert results["methods"]["ckpt async"]["commit_median_s"] >= results["methods"]["ckpt async"]["median_s"]
+    assert results["ratios"]["async_block_vs_sync"] > 0
+    assert all(isinstance(met, bool) for met in results["targets"].values())
+    assert 8 * 2**20 <= report["bytes"] < 12 * 2**20
+
+
+def test_bench_checkpointer_leaves_no_files(tmp_path: Path) -> None:
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    script = str(BENCHMARKS / "bench_checkpointer.py")
+    proc = run_script([sys.executable, script, "--quick", "--repeat", "1", "--warmup", "0", "--dir", str(folder)])
+
+    assert 0 == proc.returncode, proc.stderr
+    assert [] == list(folder.iterdir())
 
 
 def test_bench_save_load_leaves_no_files(tmp_path: Path) -> None:
@@ -114,16 +139,21 @@ def test_gpu_check_allow_cpu_writes_its_files(tmp_path: Path) -> None:
 
     assert 0 == proc.returncode, proc.stdout + proc.stderr
     assert GPU_CHECK_FILES == sorted(p.name for p in out.iterdir())
-    to_device = json.loads((out / "bench_to_device.json").read_text())
-    save_load = json.loads((out / "bench_save_load.json").read_text())
+    assert len(GPU_CHECK_FILES) <= GPU_CHECK_MAX_FILES
+    figures = json.loads((out / "bench.json").read_text())
+    assert ["bench_to_device", "bench_save_load", "bench_checkpointer"] == list(figures)
+    to_device, save_load, checkpointer = figures.values()
     assert to_device["quick"]
     assert save_load["quick"]
+    assert checkpointer["quick"]
     assert to_device["cases"][0]["results"]["ferry"]["median_us"] > 0
     assert save_load["results"]["save"]["ferry"]["median_s"] > 0
+    assert checkpointer["results"]["methods"]["ckpt async"]["median_s"] > 0
     summary = (out / "summary.md").read_text()
     assert "GPU tests: ok" in summary
     assert "### ferry.to_device" in summary
     assert "### save/load" in summary
+    assert "### Checkpointer" in summary
     assert "mode: cpu --quick" in (out / "machine.txt").read_text()
     assert "gpu-check finished" in proc.stdout
 

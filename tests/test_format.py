@@ -23,6 +23,7 @@ import pytest
 import safetensors
 import safetensors.torch
 import torch
+import xxhash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -240,21 +241,72 @@ def test_tensors_are_stored_under_their_tree_paths(tmp_path: Path) -> None:
     }
 
 
+GOLDEN_DATA = b"\x00\x00\x80?\x00\x00\x00@"  # float32 [1.0, 2.0]
+# A file written by ferry before it switched to xxh3_64: tensor checksums are CRC-32s.
+CRC32_HEADER = (
+    b'{"__metadata__":{"ferry.format":"1",'
+    b'"ferry.tree":"{\\"dict\\":[[\\"a\\",{\\"tensor\\":\\"a\\"}]]}",'
+    b'"ferry.checksum_algorithm":"crc32",'
+    b'"ferry.checksums":"{\\"a\\":\\"2e3fa576\\"}",'
+    b'"ferry.header_checksum":"105a6363"},'
+    b'"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
+)
+
+
 def test_golden_header_bytes(tmp_path: Path) -> None:
     path = tmp_path / "tiny.safetensors"
     save({"a": torch.tensor([1.0, 2.0])}, path)
-    data = b"\x00\x00\x80?\x00\x00\x00@"
-    assert f"{zlib.crc32(data):08x}" == "2e3fa576"
+    assert "4de8d78f7134f4b7" == xxhash.xxh3_64_hexdigest(GOLDEN_DATA)
     header = (
         b'{"__metadata__":{"ferry.format":"1",'
         b'"ferry.tree":"{\\"dict\\":[[\\"a\\",{\\"tensor\\":\\"a\\"}]]}",'
-        b'"ferry.checksum_algorithm":"crc32",'
-        b'"ferry.checksums":"{\\"a\\":\\"2e3fa576\\"}",'
-        b'"ferry.header_checksum":"105a6363"},'
-        b'"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
+        b'"ferry.checksum_algorithm":"xxh3_64",'
+        b'"ferry.checksums":"{\\"a\\":\\"4de8d78f7134f4b7\\"}",'
+        b'"ferry.header_checksum":"7f37c8d6"},'
+        b'"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}      '
     )
     assert len(header) % 8 == 0
-    assert path.read_bytes() == struct.pack("<Q", len(header)) + header + data
+    assert struct.pack("<Q", len(header)) + header + GOLDEN_DATA == path.read_bytes()
+
+
+@pytest.fixture
+def crc32_file(tmp_path: Path) -> Path:
+    assert "2e3fa576" == f"{zlib.crc32(GOLDEN_DATA):08x}"
+    assert 0 == len(CRC32_HEADER) % 8
+    path = tmp_path / "crc32.safetensors"
+    path.write_bytes(struct.pack("<Q", len(CRC32_HEADER)) + CRC32_HEADER + GOLDEN_DATA)
+    return path
+
+
+def test_crc32_files_from_earlier_versions_load_and_verify(crc32_file: Path) -> None:
+    verify(crc32_file)
+    assert_same({"a": torch.tensor([1.0, 2.0])}, load(crc32_file))
+
+
+def test_crc32_file_with_a_flipped_bit_names_the_tensor(crc32_file: Path) -> None:
+    data = bytearray(crc32_file.read_bytes())
+    data[-1] ^= 0x01
+    crc32_file.write_bytes(bytes(data))
+    both_reject(crc32_file, r"tensor 'a' fails its checksum \(stored crc32 2e3fa576, computed [0-9a-f]{8}\)")
+
+
+def test_unknown_checksum_algorithm_asks_for_upgrade(tmp_path: Path) -> None:
+    from ferry.checkpoint.layout import encode_header, header_checksum
+
+    rows = [("a", "F32", [2], 0, 8)]
+    metadata = {
+        "ferry.format": "1",
+        "ferry.tree": '{"dict":[["a",{"tensor":"a"}]]}',
+        "ferry.checksum_algorithm": "blake9",
+        "ferry.checksums": '{"a":"00"}',
+    }
+    metadata["ferry.header_checksum"] = f"{header_checksum(metadata, rows):08x}"
+    path = tmp_path / "future.safetensors"
+    path.write_bytes(encode_header(metadata, rows) + GOLDEN_DATA)
+    for check in (verify, load):
+        with pytest.raises(CheckpointError, match=r"'blake9'.*newer ferry\. Upgrade ferry") as caught:
+            check(path)
+        assert type(caught.value) is CheckpointError
 
 
 def test_header_is_padded_and_every_tensor_aligned(tmp_path: Path) -> None:
@@ -520,7 +572,9 @@ def test_bit_flip_in_data_names_the_tensor(good_file: Path) -> None:
     data = bytearray(good_file.read_bytes())
     data[-100] ^= 0x04  # inside "w": tensors are ordered by element size, so int64 "b" comes first
     good_file.write_bytes(bytes(data))
-    error = both_reject(good_file, r"tensor 'w' fails its checksum \(stored crc32 [0-9a-f]{8}, computed [0-9a-f]{8}\)")
+    error = both_reject(
+        good_file, r"tensor 'w' fails its checksum \(stored xxh3_64 [0-9a-f]{16}, computed [0-9a-f]{16}\)"
+    )
     assert "earlier checkpoint" in str(error)
 
 
@@ -755,3 +809,263 @@ def test_large_file_round_trips_through_the_threaded_paths(tmp_path: Path) -> No
     data[-5] ^= 0x10
     (tmp_path / "big.safetensors").write_bytes(bytes(data))
     both_reject(tmp_path / "big.safetensors", "tensor 'w5' fails its checksum")
+
+
+# ------------------------------------------------------------------------- large files: direct writes, threaded reads
+
+
+def big_state(seed: int = 0) -> dict[str, Any]:
+    """~20 MiB (above DIRECT_FROM and THREADS_FROM) of mixed dtypes and odd sizes, plus small and empty tensors."""
+    gen = torch.Generator().manual_seed(seed)
+    return {
+        "w": torch.randn(1000, 2001, generator=gen),  # 8 MB, not a multiple of the page size
+        "h": torch.randn(3, 1_000_003, generator=gen).to(torch.float16),  # 6 MB
+        "d": torch.randn(777_777, generator=gen, dtype=torch.float64),  # 6.2 MB
+        "b": torch.rand(1001, generator=gen) > 0.5,
+        "i": torch.arange(5, dtype=torch.int8),
+        "e": torch.empty(0, 3),
+        "step": 7,
+    }
+
+
+def test_large_file_data_starts_on_a_page_and_opens_in_safetensors(tmp_path: Path) -> None:
+    from ferry.checkpoint.layout import DIRECT_ALIGN, DIRECT_FROM
+
+    obj = big_state()
+    path = tmp_path / "big.safetensors"
+    save(obj, path)
+    length, header = header_of(path)
+    data_bytes = sum(t.numel() * t.element_size() for t in obj.values() if isinstance(t, torch.Tensor))
+    assert data_bytes >= DIRECT_FROM
+    assert 0 == (8 + length) % DIRECT_ALIGN
+    assert 8 + length + data_bytes == path.stat().st_size  # the padding of the last direct write is cut off
+    assert header["__metadata__"]["ferry.checksum_algorithm"] == "xxh3_64"
+    assert_same(obj, load(path))
+    verify(path)
+    reference = safetensors.torch.load_file(path)
+    for name in ("w", "h", "d", "b", "i", "e"):
+        assert_same(obj[name], reference[name])
+
+
+def test_without_direct_io_the_bytes_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ferry.checkpoint import writer
+
+    obj = big_state()
+    save(obj, tmp_path / "direct.safetensors")
+    monkeypatch.setattr(writer, "_set_direct", lambda fd, *, on: False)  # a file system without O_DIRECT
+    save(obj, tmp_path / "buffered.safetensors")
+    assert (tmp_path / "direct.safetensors").read_bytes() == (tmp_path / "buffered.safetensors").read_bytes()
+
+
+def test_a_refused_direct_write_falls_back_to_the_page_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ferry.checkpoint import writer
+
+    real, calls = os.pwrite, []
+
+    def picky(fd: int, data: Any, offset: int) -> int:
+        calls.append(offset)
+        if len(calls) == 2:
+            raise OSError(22, "Invalid argument")  # what a file system with stricter alignment says
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(writer.os, "pwrite", picky)
+    obj = big_state()
+    path = tmp_path / "big.safetensors"
+    save(obj, path)
+    monkeypatch.undo()
+    assert len(calls) > 2
+    verify(path)
+    assert_same(obj, load(path))
+
+
+@pytest.mark.parametrize("where", ["pwrite", "fallocate"])
+def test_a_full_disk_during_a_large_save_keeps_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    from ferry.checkpoint import writer
+
+    path, old = old_and_new(tmp_path)
+    if where == "pwrite":
+        real, calls = os.pwrite, []
+
+        def full(fd: int, data: Any, offset: int) -> int:
+            calls.append(offset)
+            if len(calls) == 1:
+                raise OSError(28, "No space left on device")
+            return real(fd, data, offset)
+
+        monkeypatch.setattr(writer.os, "pwrite", full)
+    else:
+        monkeypatch.setattr(writer, "_fallocate", lambda: lambda fd, mode, offset, size: -1)
+        monkeypatch.setattr(writer.ctypes, "get_errno", lambda: 28)
+    with pytest.raises(CheckpointError, match="disk is full"):
+        save(big_state(), path)
+    monkeypatch.undo()
+    assert_same(old, load(path))
+    assert leftovers(tmp_path) == []
+    save(big_state(1), path)  # the staging buffers went back to the pool
+    assert_same(big_state(1), load(path))
+
+
+def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make reads cut tensors into many pieces, read by several threads even for a small file."""
+    from ferry.checkpoint import reader
+
+    monkeypatch.setattr(reader, "PIECE", 64 << 10)
+    monkeypatch.setattr(reader, "THREADS_FROM", 0)
+    monkeypatch.setattr(reader, "_READERS", 4)
+    monkeypatch.setattr(reader.os, "cpu_count", lambda: 4)
+
+
+@pytest.mark.parametrize("algorithm", ["xxh3_64", "crc32"])
+def test_tensors_read_in_pieces_by_threads_verify_and_catch_a_flip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, algorithm: str
+) -> None:
+    from ferry.checkpoint import writer
+    from ferry.checkpoint.layout import ALGORITHMS
+
+    monkeypatch.setattr(writer, "ALGORITHM", ALGORITHMS[algorithm])  # crc32: as earlier ferry versions wrote
+    obj = big_state()
+    path = tmp_path / "big.safetensors"
+    save(obj, path)
+    assert header_of(path)[1]["__metadata__"]["ferry.checksum_algorithm"] == algorithm
+    small_pieces(monkeypatch)
+    assert_same(obj, load(path))
+    verify(path)
+    length, header = header_of(path)
+    start, end = header["h"]["data_offsets"]
+    data = bytearray(path.read_bytes())
+    data[8 + length + (start + end) // 2] ^= 0x01  # in the middle of a tensor of many pieces
+    path.write_bytes(bytes(data))
+    both_reject(path, rf"tensor 'h' fails its checksum \(stored {algorithm} ")
+
+
+def test_pieces_hashed_out_of_order_give_the_tensor_checksum(tmp_path: Path) -> None:
+    from ferry.checkpoint import reader
+
+    obj = {"a": torch.arange(1000.0), "b": torch.arange(10.0)}
+    path = tmp_path / "t.safetensors"
+    save(obj, path)
+    with open(path, "rb") as handle:
+        header = reader.read_header(handle, path, path.stat().st_size)
+    regions = [reader._Region(0, 4000, (0,)), reader._Region(4000, 4040, (1,))]
+    views = [raw_bytes(obj["a"]), raw_bytes(obj["b"])]
+    pieces = [
+        reader._Piece(0, ((0, 0, 0, 1000), (0, 1, 1000, 2400))),
+        reader._Piece(0, ((0, 2, 2400, 4000), (1, 0, 0, 40))),
+    ]
+    verifier = reader._Verifier(header, regions, [memoryview(v) for v in views])
+    verifier.expect(pieces)
+    for index, position in [(0, 2), (1, 0), (0, 1), (0, 0)]:  # the last part to arrive hashes all three
+        verifier.done(index, position)
+    damaged = bytearray(views[0])
+    damaged[3000] ^= 1
+    verifier = reader._Verifier(header, regions, [memoryview(bytes(damaged)), memoryview(views[1])])
+    verifier.expect(pieces)
+    verifier.done(0, 1)
+    verifier.done(0, 0)
+    with pytest.raises(CorruptCheckpointError, match="tensor 'a' fails its checksum"):
+        verifier.done(0, 2)
+
+
+def test_a_file_that_shrinks_while_being_read_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ferry.checkpoint import reader
+
+    path = tmp_path / "big.safetensors"
+    save(big_state(), path)
+    small_pieces(monkeypatch)
+    real = reader._read_into
+
+    def shrinking(handle: Any, lock: Any, buffers: list[memoryview], offset: int) -> int:
+        got = real(handle, lock, buffers, offset)
+        return got // 2 if offset > 10 << 20 else got  # another process truncated the file at 10 MB
+
+    monkeypatch.setattr(reader, "_read_into", shrinking)
+    with pytest.raises(CorruptCheckpointError, match="the file shrank while being read"):
+        load(path)
+
+
+def test_loaded_tensors_own_their_memory_and_do_not_follow_the_file(tmp_path: Path) -> None:
+    obj = big_state()
+    path = tmp_path / "big.safetensors"
+    save(obj, path)
+    back = load(path)
+    with open(path, "r+b") as handle:  # overwrite the file in place, then truncate it
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(size // 2)
+        handle.write(bytes(size - size // 2))
+        handle.truncate(size // 2)
+    assert_same(obj, back)
+    for name in ("w", "h", "d"):  # large tensors do not keep a shared buffer alive
+        assert back[name].untyped_storage().nbytes() - back[name].numel() * back[name].element_size() in range(8)
+
+
+def test_the_reader_reads_more_than_iov_max_tensors_per_piece(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ferry.checkpoint import reader
+
+    monkeypatch.setattr(reader, "_IOV_MAX", 7)
+    obj = {f"t{i}": torch.full((i % 5,), float(i)) for i in range(100)}
+    assert_same(obj, round_trip(obj, tmp_path / "many.safetensors"))
+
+
+# ------------------------------------------------------------------------------------------- async-save snapshots
+
+
+def test_snapshots_reuse_their_buffers_and_copy_every_kind_of_tensor() -> None:
+    from ferry.checkpoint.snapshot import Snapshotter
+
+    base = torch.randn(64, 32)
+    tree = {
+        "w": base,
+        "tied": base,
+        "t": base.t(),  # strided
+        "bf": torch.randn(40 << 10).to(torch.bfloat16),
+        "c": torch.randn(3, dtype=torch.complex64).conj(),
+        "e": torch.empty(0),
+        "p": torch.nn.Parameter(torch.ones(3)),
+        "big": torch.randn(24 << 20 >> 2),  # 24 MiB: copied by threads, in pieces
+        "n": [1, (torch.arange(3), "x")],
+    }
+    snapshots = Snapshotter()
+    first = snapshots.copy(tree)
+    assert_same({k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in tree.items()}, first)
+    assert first["tied"] is first["w"]
+    assert first["w"].data_ptr() != base.data_ptr()
+    assert first["t"].is_contiguous()
+    assert not first["p"].requires_grad
+    pointers = {k: v.data_ptr() for k, v in first.items() if isinstance(v, torch.Tensor)}
+    base.add_(1)  # training changes the state in place
+    tree["big"].mul_(2)
+    second = snapshots.copy(tree)
+    assert pointers == {k: v.data_ptr() for k, v in second.items() if isinstance(v, torch.Tensor)}
+    assert torch.equal(second["w"], base)
+    assert torch.equal(second["t"], base.t())
+    assert torch.equal(second["big"], tree["big"])
+
+
+def test_small_tensors_sharing_memory_split_across_pieces_verify(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    obj = {f"t{i}": torch.full((1000 + i,), float(i)) for i in range(300)}  # 1.3 MB of tensors under 1 MiB each
+    path = tmp_path / "small.safetensors"
+    save(obj, path)
+    small_pieces(monkeypatch)  # regions of small tensors end up cut by piece boundaries
+    back = load(path)
+    assert_same(obj, back)
+    back["t0"].add_(1)  # tensors sharing memory do not overlap
+    assert torch.equal(back["t1"], obj["t1"])
+    length, header = header_of(path)
+    data = bytearray(path.read_bytes())
+    data[8 + length + header["t200"]["data_offsets"][0] + 5] ^= 0x40
+    path.write_bytes(bytes(data))
+    both_reject(path, "tensor 't200' fails its checksum")
+
+
+def test_loaded_tensors_start_their_storage_like_after_torch_load(tmp_path: Path) -> None:
+    state = torch.get_rng_state()
+    obj = {"rng": state, "scalars": [torch.tensor(float(i)) for i in range(10)], "w": torch.randn(300_000)}
+    back = round_trip(obj, tmp_path / "rng.safetensors")
+    assert [0] * 12 == [t.storage_offset() for t in (back["rng"], *back["scalars"], back["w"])]
+    torch.set_rng_state(back["rng"])  # torch's generator reads the storage from its start
+    assert torch.equal(state, torch.get_rng_state())
