@@ -16,7 +16,7 @@ saved as ``Checkpointer.save(step, {"model": state_dict, "marker": tensor})``. M
 Right after each async save returns, the benchmark changes the marker tensor in place, as a training step would;
 the checkpoint must still hold the old value (checked after the run, with every tensor compared). Before each save
 os.sync() flushes what earlier steps left dirty. Each method runs --warmup uncounted rounds (the first async save
-allocates its buffers), then --repeat timed ones; medians count.
+allocates its buffers), then --repeat timed ones, round-robin in reverse order every other round; medians count.
 
 Targets: the async save blocks for at most 10 % of the synchronous Checkpointer save; the synchronous saves reach at
 least 80 % of raw's throughput and take at most half of torch.save's time.
@@ -46,7 +46,7 @@ from typing import Any
 
 import _machine
 import torch
-from bench_save_load import filesystem, make_state_dict, nbytes
+from bench_save_load import filesystem, in_turn, make_state_dict, nbytes
 
 REPO = Path(__file__).resolve().parents[1]
 METHODS = ("raw", "torch.save", "ferry.save", "ckpt sync", "ckpt async")
@@ -134,7 +134,7 @@ def run(
     }
     try:
         for round_ in range(warmup + repeat):
-            for method in list(times):
+            for method in in_turn(times, round_):
                 try:
                     elapsed = runners[method](round_)
                 except Exception as err:

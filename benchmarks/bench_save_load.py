@@ -25,7 +25,8 @@ the next load then also re-reads the shared libraries it runs), --cache warm evi
 took is checked with mincore(2) and reported: where it did not (some sandboxes ignore it), loads are warm-cache and
 the report says WARM. A load is timed until every byte is in memory on --device: mmap-backed results (safetensors on
 the CPU) have every page touched inside the timed window, so a lazy loader is not credited for reads it has not done
-yet. Each method runs --warmup uncounted rounds (default 1), then --repeat timed ones (default 3); the median
+yet. Each method runs --warmup uncounted rounds (default 1), then --repeat timed ones (default 3), round-robin, in
+reverse order every other round (a method inherits the page cache and freed memory its predecessor left); the median
 counts.
 
 Targets: ferry's durable save reaches at least 80 % of raw's throughput and takes at most half of torch.save's time;
@@ -283,6 +284,12 @@ def same_values(loaded: Any, sd: dict[str, torch.Tensor]) -> bool:
     return loaded.keys() == sd.keys() and all(torch.equal(loaded[k].cpu(), v) for k, v in sd.items())
 
 
+def in_turn(methods: dict[str, Any], round_: int) -> list[str]:
+    """The methods in the order of round ``round_``: as listed, reversed every other round."""
+    names = list(methods)
+    return names if round_ % 2 == 0 else names[::-1]
+
+
 def run(
     sd: dict[str, torch.Tensor], folder: Path, device: torch.device, repeat: int, warmup: int, cache: str
 ) -> dict[str, Any]:
@@ -297,10 +304,11 @@ def run(
     def path_for(method: str) -> Path:
         return folder / f"{method.replace('+', '-')}.bin"
 
-    # Round-robin: each round saves with every method, so drift hits all alike; the first `warmup` rounds are not
+    # Round-robin: each round saves with every method, so drift hits all alike, in reverse order every other round
+    # (a method inherits the page cache and freed memory its predecessor left); the first `warmup` rounds are not
     # counted (the first writes of a run pay for allocating blocks and warming caches).
     for round_ in range(warmup + repeat):
-        for m in list(save_times):
+        for m in in_turn(save_times, round_):
             path = path_for(m)
             path.unlink(missing_ok=True)
             gc.collect()
@@ -328,7 +336,7 @@ def run(
             del load_times[m]
     verified: dict[str, bool] = {}
     for round_ in range(warmup + repeat):
-        for m in list(load_times):
+        for m in in_turn(load_times, round_):
             gc.collect()
             still_cached.append(evict(path_for(saved_by(m)), cache))
             start = time.perf_counter()

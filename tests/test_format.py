@@ -1069,3 +1069,32 @@ def test_loaded_tensors_start_their_storage_like_after_torch_load(tmp_path: Path
     assert [0] * 12 == [t.storage_offset() for t in (back["rng"], *back["scalars"], back["w"])]
     torch.set_rng_state(back["rng"])  # torch's generator reads the storage from its start
     assert torch.equal(state, torch.get_rng_state())
+
+
+@pytest.mark.gpu
+def test_large_cuda_state_saves_through_the_direct_writer_and_loads_on_both_devices(tmp_path: Path) -> None:
+    state = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in big_state().items()}
+    path = tmp_path / "cuda.safetensors"
+    save(state, path)
+    verify(path)
+    assert_same(big_state(), load(path))
+    on_gpu = load(path, device="cuda")
+    assert on_gpu["w"].device.type == "cuda"
+    assert torch.equal(on_gpu["w"], state["w"])
+
+
+@pytest.mark.gpu
+def test_snapshots_of_cuda_tensors_land_in_reused_pinned_buffers() -> None:
+    from ferry.checkpoint.snapshot import Snapshotter
+
+    tree = {"w": torch.randn(1 << 20, device="cuda"), "c": torch.arange(5.0)}
+    snapshots = Snapshotter()
+    first = snapshots.copy(tree)
+    assert first["w"].device.type == "cpu"
+    assert first["w"].is_pinned()
+    assert torch.equal(first["w"], tree["w"].cpu())
+    pointer = first["w"].data_ptr()
+    tree["w"].add_(1)  # the next training step
+    second = snapshots.copy(tree)
+    assert pointer == second["w"].data_ptr()
+    assert torch.equal(second["w"], tree["w"].cpu())

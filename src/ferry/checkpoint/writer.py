@@ -6,13 +6,14 @@ Reserve the header, stream every tensor to disk while checksumming it, then writ
 Files with at least ``DIRECT_FROM`` bytes of data bypass the page cache where the file system allows it (Linux
 ``O_DIRECT``): the tensors are copied piece by piece into page-aligned staging buffers that are kept from one save to
 the next, each piece is hashed right after its copy (while still in the CPU cache), and writer threads send the full
-buffers to the disk, several at a time. Measured on a 2-core VM (1 GiB, virtio disk): the same wall time as a plain
-``write`` + ``fsync`` at its best, and a fifth of its CPU time, without its bad runs. A buffered write copies every
-byte into the page cache, whose fresh memory this VM's balloon must first fault in from the host (0.6 to 3 s per
-GiB from one run to the next), and it evicts the training job's own cache. The header of such a file is padded so
-that the data starts at a multiple of ``DIRECT_ALIGN``; the last write is padded too, and the file truncated back.
-Elsewhere (small files, file systems without direct I/O, macOS, Windows) the tensors are written from their own
-memory through the page cache, with ``sync_file_range`` starting the flush as the writing goes.
+buffers to the disk, several at a time. Measured on a 2-core VM (1 GiB, virtio disk, benchmarks/RESULTS.md): 0.37
+to 0.68 s and 0.2 s of CPU time, where a plain ``write`` + ``fsync`` of the same bytes took 0.5 to 2.5 s and 0.33 to
+1.7 s of CPU time. A buffered write copies every byte into the page cache, whose fresh memory this VM's balloon must
+first fault in from the host (slow in some runs, not in others), and it evicts the training job's own cache. The
+header of such a file is padded so that the data starts at a multiple of ``DIRECT_ALIGN``; the last write is padded
+too, and the file truncated back. Elsewhere (small files, file systems without direct I/O, macOS, Windows) the
+tensors are written from their own memory through the page cache, with ``sync_file_range`` starting the flush as
+the writing goes.
 """
 
 from __future__ import annotations
