@@ -239,7 +239,7 @@ def test_inspect_ferry_file_reads_only_the_header(capsys, tmp_path):
     assert main(["inspect", str(path), "--json"]) == 0
     report = _json(capsys)
     assert "ferry file" == report["kind"]
-    assert "1" == report["metadata"]["ferry_format"]
+    assert "2" == report["metadata"]["ferry_format"]
     assert ["a", "b", "nested/c"] == [row["path"] for row in report["tensors"]]
     assert [{"path": "lr", "value": "inf", "repr": "inf"}] == report["values"]
     assert {"tensors": 3, "params": 12, "bytes": 30} == report["total"]  # the tied tensor counts once

@@ -231,7 +231,7 @@ def test_tensors_are_stored_under_their_tree_paths(tmp_path: Path) -> None:
         ]
         assert torch.equal(handle.get_tensor("model/weight"), model.weight.detach())
         metadata = handle.metadata()
-    assert metadata["ferry.format"] == "1"
+    assert metadata["ferry.format"] == "2"
     assert set(metadata) == {
         "ferry.format",
         "ferry.tree",
@@ -242,7 +242,7 @@ def test_tensors_are_stored_under_their_tree_paths(tmp_path: Path) -> None:
 
 
 GOLDEN_DATA = b"\x00\x00\x80?\x00\x00\x00@"  # float32 [1.0, 2.0]
-# A file written by ferry before it switched to xxh3_64: tensor checksums are CRC-32s.
+# A format 1 file, as ferry wrote it before it switched to xxh3_64: tensor checksums are CRC-32s.
 CRC32_HEADER = (
     b'{"__metadata__":{"ferry.format":"1",'
     b'"ferry.tree":"{\\"dict\\":[[\\"a\\",{\\"tensor\\":\\"a\\"}]]}",'
@@ -253,16 +253,27 @@ CRC32_HEADER = (
 )
 
 
+# A format 1 file with xxh3_64 checksums, as development builds wrote it between the switch to xxh3_64 and format 2.
+XXH3_FORMAT_1_HEADER = (
+    b'{"__metadata__":{"ferry.format":"1",'
+    b'"ferry.tree":"{\\"dict\\":[[\\"a\\",{\\"tensor\\":\\"a\\"}]]}",'
+    b'"ferry.checksum_algorithm":"xxh3_64",'
+    b'"ferry.checksums":"{\\"a\\":\\"4de8d78f7134f4b7\\"}",'
+    b'"ferry.header_checksum":"7f37c8d6"},'
+    b'"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}      '
+)
+
+
 def test_golden_header_bytes(tmp_path: Path) -> None:
     path = tmp_path / "tiny.safetensors"
     save({"a": torch.tensor([1.0, 2.0])}, path)
     assert "4de8d78f7134f4b7" == xxhash.xxh3_64_hexdigest(GOLDEN_DATA)
     header = (
-        b'{"__metadata__":{"ferry.format":"1",'
+        b'{"__metadata__":{"ferry.format":"2",'
         b'"ferry.tree":"{\\"dict\\":[[\\"a\\",{\\"tensor\\":\\"a\\"}]]}",'
         b'"ferry.checksum_algorithm":"xxh3_64",'
         b'"ferry.checksums":"{\\"a\\":\\"4de8d78f7134f4b7\\"}",'
-        b'"ferry.header_checksum":"7f37c8d6"},'
+        b'"ferry.header_checksum":"e4ad7239"},'
         b'"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}      '
     )
     assert len(header) % 8 == 0
@@ -283,6 +294,13 @@ def test_crc32_files_from_earlier_versions_load_and_verify(crc32_file: Path) -> 
     assert_same({"a": torch.tensor([1.0, 2.0])}, load(crc32_file))
 
 
+def test_format_1_files_with_xxh3_checksums_load_and_verify(tmp_path: Path) -> None:
+    path = tmp_path / "xxh3-format-1.safetensors"
+    path.write_bytes(struct.pack("<Q", len(XXH3_FORMAT_1_HEADER)) + XXH3_FORMAT_1_HEADER + GOLDEN_DATA)
+    verify(path)
+    assert_same({"a": torch.tensor([1.0, 2.0])}, load(path))
+
+
 def test_crc32_file_with_a_flipped_bit_names_the_tensor(crc32_file: Path) -> None:
     data = bytearray(crc32_file.read_bytes())
     data[-1] ^= 0x01
@@ -295,7 +313,7 @@ def test_unknown_checksum_algorithm_asks_for_upgrade(tmp_path: Path) -> None:
 
     rows = [("a", "F32", [2], 0, 8)]
     metadata = {
-        "ferry.format": "1",
+        "ferry.format": "2",
         "ferry.tree": '{"dict":[["a",{"tensor":"a"}]]}',
         "ferry.checksum_algorithm": "blake9",
         "ferry.checksums": '{"a":"00"}',
@@ -616,12 +634,43 @@ def test_png_is_named(tmp_path: Path) -> None:
 
 
 def test_header_from_newer_ferry_asks_for_upgrade(tmp_path: Path) -> None:
-    header = json.dumps({"__metadata__": {"ferry.format": "2"}}).encode()
+    header = json.dumps({"__metadata__": {"ferry.format": "3"}}).encode()
     header += b" " * (-len(header) % 8)
     path = tmp_path / "future.safetensors"
     path.write_bytes(struct.pack("<Q", len(header)) + header)
     with pytest.raises(CheckpointError, match="newer ferry"):
         load(path)
+
+
+def test_file_of_a_newer_format_is_refused_with_a_request_to_upgrade(tmp_path: Path) -> None:
+    from ferry.checkpoint.layout import encode_header, header_checksum
+
+    rows = [("a", "F32", [2], 0, 8)]
+    metadata = {
+        "ferry.format": "3",
+        "ferry.tree": '{"dict":[["a",{"tensor":"a"}]]}',
+        "ferry.checksum_algorithm": "xxh3_64",
+        "ferry.checksums": '{"a":"4de8d78f7134f4b7"}',
+    }
+    metadata["ferry.header_checksum"] = f"{header_checksum(metadata, rows):08x}"
+    path = tmp_path / "future.safetensors"
+    path.write_bytes(encode_header(metadata, rows) + GOLDEN_DATA)
+    for check in (verify, load):
+        with pytest.raises(CheckpointError) as caught:
+            check(path)
+        assert type(caught.value) is CheckpointError  # not CorruptCheckpointError: nothing is wrong with the file
+        assert (
+            f"{str(path)!r} is a ferry format 3 file; this ferry reads formats up to 2. It was written by a newer "
+            "ferry. Upgrade ferry (pip install -U ferry) to load it."
+        ) == str(caught.value)
+        assert path == caught.value.path
+
+
+def test_a_flipped_format_digit_is_corruption_not_a_newer_format(tmp_path: Path) -> None:
+    path = tmp_path / "t.safetensors"
+    save({"a": torch.tensor([1.0, 2.0])}, path)
+    path.write_bytes(path.read_bytes().replace(b'"ferry.format":"2"', b'"ferry.format":"3"'))  # 0x32 -> 0x33
+    both_reject(path, "the header fails its checksum")
 
 
 # ---------------------------------------------------------------------------------------------- plain safetensors
@@ -924,7 +973,9 @@ def test_tensors_read_in_pieces_by_threads_verify_and_catch_a_flip(
     from ferry.checkpoint import writer
     from ferry.checkpoint.layout import ALGORITHMS
 
-    monkeypatch.setattr(writer, "ALGORITHM", ALGORITHMS[algorithm])  # crc32: as earlier ferry versions wrote
+    if algorithm == "crc32":  # a format 1 file, as earlier ferry versions wrote
+        monkeypatch.setattr(writer, "FORMAT_VERSION", "1")
+    monkeypatch.setattr(writer, "ALGORITHM", ALGORITHMS[algorithm])
     obj = big_state()
     path = tmp_path / "big.safetensors"
     save(obj, path)

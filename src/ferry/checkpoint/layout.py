@@ -5,7 +5,7 @@ Layout (all integers little-endian)::
     [8 bytes]  N, the length of the header in bytes (unsigned 64-bit)
     [N bytes]  the header: UTF-8 JSON, padded with spaces so that 8 + N is a multiple of 8 (of 4096 when the
                data is at least ``DIRECT_FROM`` bytes: the data then starts on a page boundary)
-               {"__metadata__": {"ferry.format": "1",
+               {"__metadata__": {"ferry.format": "2",
                                  "ferry.tree": "<JSON: the structure and plain values, see tree.py>",
                                  "ferry.checksum_algorithm": "xxh3_64",
                                  "ferry.checksums": "{\"<tensor name>\": \"<16 hex digits>\", ...}",
@@ -20,6 +20,11 @@ The checksum of a tensor is a hash of its stored bytes, by the algorithm that ``
 files ferry writes now, ``crc32`` (``zlib.crc32``, 8 hex digits) in files from earlier versions, which ferry still
 reads and verifies. Measured on one core of a 2-core x86 VM: xxh3_64 hashes 23-28 GB/s, zlib's crc32 3.4-4.2 GB/s
 (both release the GIL), so verifying adds 0-13 % to a 1 GiB load there instead of about 40 %.
+
+``ferry.format`` is ``"2"`` in the files ferry writes now (xxh3_64) and ``"1"`` in earlier ones (crc32); see
+``FORMAT_VERSIONS``. A ferry that reads only format 1 therefore refuses a new file with a request to upgrade instead
+of calling it corrupt, and this ferry refuses a file of a newer format the same way.
+
 ``ferry.header_checksum`` is always the CRC-32 of a canonical JSON of every other metadata entry and of the tensor
 index (name, dtype, shape, offsets), so any flip that changes the meaning of the header is caught. Checksums are
 fixed-width, which lets the writer reserve the header, stream the data while it checksums it, then write the header.
@@ -61,6 +66,7 @@ __all__ = [
     "FOREIGN_CODES",
     "FORMAT_KEY",
     "FORMAT_VERSION",
+    "FORMAT_VERSIONS",
     "HEADER_CHECKSUM_KEY",
     "MAX_HEADER_BYTES",
     "THREADS_FROM",
@@ -83,7 +89,13 @@ __all__ = [
 ]
 
 FORMAT_KEY = "ferry.format"
-FORMAT_VERSION = "1"
+#: Every ``ferry.format`` this ferry reads, and what its files hold.
+FORMAT_VERSIONS = {
+    "1": "crc32 tensor checksums (also xxh3_64, in files of development builds written before 2 existed)",
+    "2": "xxh3_64 tensor checksums",
+}
+#: The ``ferry.format`` of the files ferry writes.
+FORMAT_VERSION = "2"
 TREE_KEY = "ferry.tree"
 ALGORITHM_KEY = "ferry.checksum_algorithm"
 CHECKSUMS_KEY = "ferry.checksums"

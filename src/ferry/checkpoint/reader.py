@@ -27,6 +27,7 @@ from ferry.checkpoint.layout import (
     FOREIGN_CODES,
     FORMAT_KEY,
     FORMAT_VERSION,
+    FORMAT_VERSIONS,
     HEADER_CHECKSUM_KEY,
     MAX_HEADER_BYTES,
     THREADS_FROM,
@@ -166,7 +167,7 @@ def _check_ferry_metadata(
     version = metadata.get(FORMAT_KEY, "")
     if version.isdigit() and int(version) > int(FORMAT_VERSION) and got in (None, expected):
         raise CheckpointError(
-            f"{str(path)!r} is a ferry format {version} file; this ferry reads format {FORMAT_VERSION}. "
+            f"{str(path)!r} is a ferry format {version} file; this ferry reads formats up to {FORMAT_VERSION}. "
             "It was written by a newer ferry. Upgrade ferry (pip install -U ferry) to load it.",
             path=path,
         )
@@ -179,7 +180,7 @@ def _check_ferry_metadata(
             f"the header fails its checksum (stored crc32 {got}, computed {expected}): its structure, metadata or "
             "tensor index changed after it was written",
         )
-    if version != FORMAT_VERSION:
+    if version not in FORMAT_VERSIONS:
         raise _corrupt(path, f"unknown format {version!r}")
     algorithm = ALGORITHMS.get(metadata[ALGORITHM_KEY])
     if algorithm is None:  # the header checksum holds, so this is no bit flip: another (newer) writer
