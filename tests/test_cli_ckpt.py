@@ -343,6 +343,18 @@ def test_verify_shared_cases(capsys, shared_cases, name, kind):
     assert (kind, True) == (check["kind"], check["ok"])
 
 
+def test_verify_ferry_file_names_its_checksums(capsys, tmp_path):
+    path = tmp_path / "x.safetensors"
+    ferry.save({"a": torch.ones(2)}, path)
+    assert main(["verify", str(path), "--json"]) == 0
+    (check,) = _json(capsys)["checked"]
+    assert (
+        "ferry file",
+        True,
+        "the CRC-32 of the header and the xxh3_64 of every tensor (crc32 in files of ferry before format 2)",
+    ) == (check["kind"], check["ok"], check["checked"])
+
+
 def test_verify_unsafe_pickle_is_a_finding(capsys, tmp_path):
     path = tmp_path / "note.pt"
     torch.save({"note": Note("x")}, path, _use_new_zipfile_serialization=False)

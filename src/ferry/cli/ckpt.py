@@ -62,8 +62,9 @@ def _parser() -> argparse.ArgumentParser:
 
     verify = commands.add_parser(
         "verify", parents=[common], help="check files and checkpoint folders", description="Verify a file (ferry "
-        "checksums; safetensors header and sizes; torch.save zip CRCs or a restricted load), a step-<n> folder "
-        "(manifest, sizes, checksums, step) or every checkpoint of a run directory. Exit 1 if anything fails.",
+        "files: the header's CRC-32 and every tensor's xxh3_64, crc32 in files from before format 2; safetensors "
+        "header and sizes; torch.save zip CRCs or a restricted load), a step-<n> folder (manifest, sizes, "
+        "checksums, step) or every checkpoint of a run directory. Exit 1 if anything fails.",
     )  # fmt: skip
     verify.add_argument("path", metavar="PATH")
     verify.set_defaults(handler="ckpt_verify:verify_main")

@@ -26,7 +26,7 @@ __all__ = ["Check", "verify_main", "verify_path"]
 
 #: What verifying each kind of file checks.
 _CHECKED = {
-    "ferry": "header checksum and the CRC-32 of every tensor",
+    "ferry": "the CRC-32 of the header and the xxh3_64 of every tensor (crc32 in files of ferry before format 2)",
     "safetensors": "header, offsets and size (plain safetensors files carry no checksums)",
     "zip": "the CRC-32 of every zip entry",
     "pickle": "loaded through torch's restricted unpickler",
