@@ -1,0 +1,238 @@
+"""What a rule sees of one file: its tree, names resolved through its imports, parents, guards, and value kinds.
+
+Built once per file by the engine; everything is computed lazily and cached, so a rule pays only for what it asks.
+
+- :meth:`FileContext.nodes` gives every node of a type, from one walk of the tree.
+- :meth:`FileContext.qualname` resolves ``nn.Linear`` to ``torch.nn.Linear`` through the file's imports.
+- :meth:`FileContext.kind` tells what a name or expression holds at that point of the code (a tensor, a module,
+  a data loader, ...), see :mod:`ferry.lint.kinds`.
+- :meth:`FileContext.cuda_guarded` tells whether code runs only where CUDA is available.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+from functools import cached_property
+from typing import TypeVar
+
+from ferry.lint.kinds import Kind, KindInference
+
+__all__ = ["FileContext", "dotted"]
+
+N = TypeVar("N", bound=ast.AST)
+
+#: Calls whose truth means "CUDA (or some accelerator) is here".
+AVAILABILITY_CHECKS = frozenset(
+    {
+        "torch.cuda.is_available",
+        "torch.cuda.device_count",
+        "torch.cuda.is_initialized",
+        "torch.backends.cuda.is_built",
+        "torch.accelerator.is_available",
+        "torch.accelerator.device_count",
+        "torch.backends.mps.is_available",
+        "torch.xpu.is_available",
+    }
+)
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a chain of names and attributes, else ``None``."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta", "mtia"})
+_DEVICE_WORDS = ("cuda", "gpu", "device", "mps", "accelerator", "xpu")
+
+
+def _about_devices(compare: ast.Compare) -> bool:
+    """Whether a comparison decides on devices: a device string, or a name that speaks of devices."""
+    for sub in ast.walk(compare):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.split(":")[0] in DEVICE_TYPES:
+            return True
+        name = dotted(sub) if isinstance(sub, ast.Name | ast.Attribute) else None
+        if name and any(word in name.lower() for word in _DEVICE_WORDS):
+            return True
+    return False
+
+
+class FileContext:
+    """One parsed file and the facts rules ask about it.
+
+    Args:
+        source: The Python source (for a notebook, its code cells joined).
+        tree: ``ast.parse(source)``.
+        path: The file's path as given, for messages.
+    """
+
+    def __init__(self, source: str, tree: ast.Module, path: str = "-") -> None:
+        self.source = source
+        self.tree = tree
+        self.path = path
+        self.lines = source.splitlines(keepends=True)
+
+    # -- the tree ---------------------------------------------------------------------------------------------
+
+    @cached_property
+    def _index(self) -> tuple[dict[type, list[ast.AST]], dict[ast.AST, ast.AST]]:
+        by_type: dict[type, list[ast.AST]] = defaultdict(list)
+        parents: dict[ast.AST, ast.AST] = {}
+        stack: list[ast.AST] = [self.tree]
+        order: list[ast.AST] = []
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            children = list(ast.iter_child_nodes(node))
+            for child in children:
+                parents[child] = node
+            stack.extend(reversed(children))
+        for node in order:  # pre-order: source order for statements and expressions alike
+            by_type[type(node)].append(node)
+        return by_type, parents
+
+    def nodes(self, kind: type[N]) -> list[N]:
+        """Every node of type ``kind`` (exact type) in source order."""
+        return self._index[0].get(kind, [])  # type: ignore[return-value]
+
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        """The node that holds ``node`` (``None`` for the module)."""
+        return self._index[1].get(node)
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        """The parents of ``node``, nearest first, up to the module."""
+        parents = self._index[1]
+        while node in parents:
+            node = parents[node]
+            yield node
+
+    def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The innermost function or method that contains ``node``."""
+        for above in self.ancestors(node):
+            if isinstance(above, ast.FunctionDef | ast.AsyncFunctionDef):
+                return above
+        return None
+
+    def enclosing_class(self, node: ast.AST) -> ast.ClassDef | None:
+        """The innermost class whose body contains ``node``."""
+        for above in self.ancestors(node):
+            if isinstance(above, ast.ClassDef):
+                return above
+        return None
+
+    def segment(self, node: ast.AST) -> str:
+        """The exact source text of ``node``."""
+        return ast.get_source_segment(self.source, node) or ""
+
+    # -- names ------------------------------------------------------------------------------------------------
+
+    @cached_property
+    def imports(self) -> dict[str, str]:
+        """Local name -> the dotted name it was imported as, e.g. ``{"nn": "torch.nn"}``."""
+        names: dict[str, str] = {}
+        for node in self.nodes(ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    names[top] = top
+        for found in self.nodes(ast.ImportFrom):
+            if found.module is None or found.level:
+                continue
+            for alias in found.names:
+                names[alias.asname or alias.name] = f"{found.module}.{alias.name}"
+        return names
+
+    def qualname(self, node: ast.AST) -> str | None:
+        """The full dotted name an expression refers to through the file's imports.
+
+        ``nn.Linear`` -> ``"torch.nn.Linear"`` after ``import torch.nn as nn``; ``F.relu`` ->
+        ``"torch.nn.functional.relu"``; a name that is not imported resolves to itself (``"print"``); anything that
+        is not a name or attribute chain gives ``None``.
+        """
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        full = self.imports.get(head, head)
+        return f"{full}.{rest}" if rest else full
+
+    def call_name(self, node: ast.AST) -> str | None:
+        """:meth:`qualname` of the function a call calls, ``None`` if ``node`` is not such a call."""
+        if isinstance(node, ast.Call):
+            return self.qualname(node.func)
+        return None
+
+    # -- kinds ------------------------------------------------------------------------------------------------
+
+    @cached_property
+    def kinds(self) -> KindInference:
+        """The kind inference of this file (see :mod:`ferry.lint.kinds`)."""
+        return KindInference(self)
+
+    def kind(self, node: ast.expr) -> Kind | None:
+        """What ``node`` holds where it stands (``None``: not known)."""
+        return self.kinds.infer(node)
+
+    # -- guards -----------------------------------------------------------------------------------------------
+
+    def mentions_availability(self, test: ast.AST, _seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``test`` asks if CUDA or an accelerator is available.
+
+        Directly or through a name bound to such a check (``use_cuda = torch.cuda.is_available()``;
+        ``args.cuda = not args.no_cuda and ...``), or compares a device's type or name (``device.type == "cuda"``,
+        ``"cuda" in device``).
+        """
+        for sub in ast.walk(test):
+            if isinstance(sub, ast.Call) and self.call_name(sub) in AVAILABILITY_CHECKS:
+                return True
+            if isinstance(sub, ast.Compare) and _about_devices(sub):
+                return True  # `device.type == "cuda"`, `"cuda" in str(device)`, `n_gpu > 0`: a decision on devices
+            name = dotted(sub) if isinstance(sub, ast.Name | ast.Attribute) else None
+            if name and name not in _seen:
+                for value in self.kinds.assigned_values(name):
+                    if self.mentions_availability(value, _seen | {name}):
+                        return True
+        return False
+
+    def cuda_guarded(self, node: ast.AST) -> bool:
+        """Whether ``node`` runs only after a check that CUDA (or an accelerator) is available.
+
+        True inside ``if``/``elif``/``while`` branches, conditional expressions and ``assert`` s whose test asks,
+        in a function that returned early when the check failed, and after ``if not torch.cuda.is_available():
+        raise ...``/``return``.
+        """
+        child = node
+        for above in self.ancestors(node):
+            guard = isinstance(above, ast.If | ast.While | ast.IfExp) and child is not above.test
+            if guard and self.mentions_availability(above.test):  # type: ignore[attr-defined]
+                return True
+            if isinstance(above, ast.BoolOp) and self.mentions_availability(above):
+                return True
+            body = getattr(above, "body", None)
+            if isinstance(body, list) and child in body:
+                for stmt in body[: body.index(child)]:
+                    if self._guards_rest(stmt):
+                        return True
+            child = above
+        return False
+
+    def _guards_rest(self, stmt: ast.stmt) -> bool:
+        """``assert torch.cuda.is_available()`` or ``if not ...is_available(): raise/return/sys.exit``."""
+        if isinstance(stmt, ast.Assert):
+            return self.mentions_availability(stmt.test)
+        if isinstance(stmt, ast.If) and self.mentions_availability(stmt.test):
+            last = stmt.body[-1] if stmt.body else None
+            return isinstance(last, ast.Raise | ast.Return | ast.Continue | ast.Break) or (
+                isinstance(last, ast.Expr) and self.call_name(last.value) in {"sys.exit", "exit", "quit"}
+            )
+        return False

@@ -1,0 +1,727 @@
+"""What a name or expression holds: a tensor, a module, a data loader, ... inferred from the source alone.
+
+The linter must tell ``x.to(device)`` on a tensor (a bug when the result is dropped) from ``model.to(device)`` on a
+module (correct: modules move in place) without running anything. It decides by what the name was bound to, within
+its function and the module:
+
+- torch factories and operations (``torch.randn``, ``torch.from_numpy``, ``F.relu``, ``torch.cat``), methods and
+  arithmetic on tensors, and the output of calling a module give **tensors**;
+- ``torch.nn`` classes, classes of this file that subclass ``nn.Module``, ``torchvision.models`` builders,
+  ``timm.create_model`` and transformers' ``*Model*.from_pretrained`` give **modules** (``DataParallel`` and
+  ``DistributedDataParallel`` give wrapped ones); ``.to``/``.cuda``/``.eval``... of a module give the module back;
+- ``DataLoader(...)`` gives a **loader**; iterating over one gives a **batch**, whose items and unpacked parts are
+  tensors;
+- literals of tensors (``[torch.randn(3), ...]``, ``{"x": t}``, ``(a, b)``) give containers whose items keep their
+  kinds; iterating, indexing and unpacking follow them, through ``enumerate``, ``zip`` and ``tqdm``;
+- functions and methods of this file give what every one of their ``return`` statements gives, when they agree;
+- parameters annotated ``torch.Tensor``, ``nn.Module``, ``torch.device``, ... take that kind; ``self`` in a method of
+  an ``nn.Module`` subclass is a module; ``self.x`` takes the kind of what the class's methods assign to it.
+
+A name's kind is the one of its latest binding before the use, in the innermost function that binds it (then the
+enclosing ones, then the module). Anything else is unknown (``None``), and rules stay silent on unknowns: a missed
+bug costs less than a false alarm.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ferry.lint.context import FileContext
+
+__all__ = [
+    "BATCH",
+    "DATASET",
+    "DEVICE",
+    "LOADED",
+    "LOADER",
+    "MODULE",
+    "NDARRAY",
+    "OPTIMIZER",
+    "PARALLEL_MODULE",
+    "SCHEDULER",
+    "STATE_DICT",
+    "TENSOR",
+    "Kind",
+    "KindInference",
+]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a value is.
+
+    Attributes:
+        name: ``"tensor"``, ``"module"``, ``"optimizer"``, ``"scheduler"``, ``"loader"``, ``"batch"``, ``"dataset"``,
+            ``"device"``, ``"ndarray"``, ``"state_dict"``, ``"loaded"`` (what ``torch.load`` returned),
+            ``"tuple"``, ``"seq"`` (a list or other sequence), ``"dict"``, ``"instance"`` (of a class of this file).
+        items: For ``"tuple"``: the kinds of its items.
+        element: For ``"seq"``/``"dict"``/``"loader"``: the kind of an item (of a value, for dicts).
+        parallel: For ``"module"``/``"state_dict"``: a ``DataParallel``/``DistributedDataParallel`` wrapper, or
+            the state dict taken from one (its keys start with ``module.``).
+        cls: For ``"instance"``: the class name.
+    """
+
+    name: str
+    items: tuple[Kind | None, ...] = ()
+    element: Kind | None = None
+    parallel: bool = False
+    cls: str | None = None
+
+    @property
+    def is_tensor(self) -> bool:
+        """A tensor (``torch.Tensor`` or ``nn.Parameter``)."""
+        return self.name == "tensor"
+
+    @property
+    def is_module(self) -> bool:
+        """An ``nn.Module``, wrapped or not."""
+        return self.name == "module"
+
+
+TENSOR = Kind("tensor")
+MODULE = Kind("module")
+PARALLEL_MODULE = Kind("module", parallel=True)
+OPTIMIZER = Kind("optimizer")
+SCHEDULER = Kind("scheduler")
+BATCH = Kind("batch")
+LOADER = Kind("loader", element=BATCH)
+DATASET = Kind("dataset")
+DEVICE = Kind("device")
+NDARRAY = Kind("ndarray")
+STATE_DICT = Kind("state_dict")
+LOADED = Kind("loaded")
+
+#: torch.<name> that do not return tensors (everything else directly under torch, torch.linalg, torch.fft,
+#: torch.special and torch.nn.functional does).
+NOT_TENSOR_FUNCTIONS = frozenset(
+    """
+    device dtype load save no_grad enable_grad inference_mode set_grad_enabled is_grad_enabled manual_seed seed
+    initial_seed set_default_dtype get_default_dtype set_default_device get_default_device set_default_tensor_type
+    set_printoptions set_num_threads get_num_threads set_num_interop_threads get_num_interop_threads is_tensor
+    is_storage is_floating_point is_complex is_nonzero numel use_deterministic_algorithms
+    are_deterministic_algorithms_enabled set_float32_matmul_precision get_float32_matmul_precision compile Generator
+    Size finfo iinfo typename broadcast_shapes autocast layout memory_format set_anomaly_enabled
+    set_deterministic_debug_mode get_device_module vmap cond export
+    """.split()
+)
+
+#: Submodules of torch whose functions do not make tensors (or make things the linter does not track).
+NOT_TENSOR_SUBMODULES = frozenset(
+    """
+    cuda backends distributed utils optim jit autograd amp onnx hub multiprocessing testing profiler fx export
+    library overrides quantization ao package random serialization accelerator mps xpu compiler func _dynamo _C
+    _inductor distributions nn types version storage cpu
+    """.split()
+)
+
+TENSOR_SUBMODULES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.", "torch.nn.init.")
+
+#: Tensor methods that return something other than a tensor.
+NOT_TENSOR_METHODS = frozenset(
+    """
+    item tolist numpy size dim numel nelement ndimension data_ptr element_size get_device is_contiguous is_pinned
+    is_floating_point is_complex is_shared is_sparse stride storage untyped_storage backward register_hook equal
+    allclose __len__ __repr__ __str__ __format__ __bool__ __int__ __float__ __index__ __array__ dim_order
+    storage_offset has_names type_as_str retain_grad
+    """.split()
+)
+
+#: Tensor attributes that are tensors.
+TENSOR_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH", "grad", "real", "imag"})
+
+#: Module methods that return the module itself (they act in place).
+MODULE_SELF_METHODS = frozenset(
+    """
+    to cuda cpu half float double bfloat16 train eval requires_grad_ type share_memory apply to_empty ipu xpu mps
+    zero_grad
+    """.split()
+)
+
+PARALLEL_WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+    }
+)
+
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module",
+        "torch.nn.modules.module.Module",
+        "torch.nn.Sequential",
+        "torch.nn.ModuleList",
+        "torch.nn.ModuleDict",
+        "lightning.LightningModule",
+        "lightning.pytorch.LightningModule",
+        "pytorch_lightning.LightningModule",
+        "transformers.PreTrainedModel",
+    }
+)
+
+TENSOR_CLASSES = frozenset(
+    {"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.FloatTensor"}
+)
+
+PRETRAINED_NOT_MODULES = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "Scheduler", "Pipeline")
+
+PASS_THROUGH_ITERATORS = frozenset(
+    {"iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm"}
+)
+
+Position = tuple[int, int]
+Source = tuple[Any, ...]
+
+
+def _pos(node: ast.AST, end: bool = False) -> Position:
+    if end:
+        return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def _dotted(node: ast.AST) -> str | None:
+    from ferry.lint.context import dotted
+
+    return dotted(node)
+
+
+SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+class KindInference:
+    """Infers :class:`Kind` s for one file; build it through :attr:`FileContext.kinds`."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        # scope node -> dotted name -> [(position, source)]
+        self.bindings: dict[ast.AST, dict[str, list[tuple[Position, Source]]]] = defaultdict(lambda: defaultdict(list))
+        # class name -> attribute (``self.x``) -> sources
+        self.self_attributes: dict[str, dict[str, list[Source]]] = defaultdict(lambda: defaultdict(list))
+        self.values: dict[str, list[ast.AST]] = defaultdict(list)
+        self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = defaultdict(list)
+        self.classes: dict[str, ast.ClassDef] = {}
+        self._memo: dict[ast.AST, Kind | None] = {}
+        self._busy: set[Any] = set()
+        self._returns: dict[ast.AST, Kind | None] = {}
+        self._scope_cache: dict[ast.AST, ast.AST] = {}
+        self._collect()
+
+    # -- collecting bindings ----------------------------------------------------------------------------------
+
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        """The innermost function, lambda, class body or module that ``node`` belongs to.
+
+        A function's parameters, decorators and defaults belong to the enclosing scope except the parameters,
+        which :meth:`_collect` binds in the function itself.
+        """
+        cached = self._scope_cache.get(node)
+        if cached is not None:
+            return cached
+        scope: ast.AST = self.ctx.tree
+        for above in self.ctx.ancestors(node):
+            if isinstance(above, SCOPES):
+                scope = above
+                break
+        self._scope_cache[node] = scope
+        return scope
+
+    def _bind(self, target: ast.AST, source: Source, at: Position) -> None:
+        if isinstance(target, ast.Tuple | ast.List):
+            for i, item in enumerate(target.elts):
+                if isinstance(item, ast.Starred):
+                    self._bind(item.value, ("none",), at)
+                else:
+                    self._bind(item, ("project", source, i), at)
+            return
+        name = _dotted(target)
+        if name is None:
+            return
+        scope = self.scope_of(target)
+        self.bindings[scope][name].append((at, source))
+        if source[0] == "expr":
+            self.values[name].append(source[1])
+        if name.startswith("self.") and name.count(".") == 1:
+            cls = self.ctx.enclosing_class(target)
+            if cls is not None:
+                self.self_attributes[cls.name][name].append(source)
+
+    def _collect(self) -> None:
+        ctx = self.ctx
+        for node in ctx.nodes(ast.Assign):
+            for target in node.targets:
+                self._bind(target, ("expr", node.value), _pos(node, end=True))
+        for annotated in ctx.nodes(ast.AnnAssign):
+            if annotated.value is not None:
+                self._bind(annotated.target, ("expr", annotated.value), _pos(annotated, end=True))
+            else:
+                self._bind(annotated.target, ("annotation", annotated.annotation), _pos(annotated, end=True))
+        for augmented in ctx.nodes(ast.AugAssign):
+            self._bind(augmented.target, ("aug", augmented), _pos(augmented, end=True))
+        for walrus in ctx.nodes(ast.NamedExpr):
+            self._bind(walrus.target, ("expr", walrus.value), _pos(walrus, end=True))
+        loops: list[ast.For | ast.AsyncFor] = [*ctx.nodes(ast.For), *ctx.nodes(ast.AsyncFor)]
+        for loop in loops:
+            self._bind(loop.target, ("iter", loop.iter), _pos(loop.target))
+        comps: list[ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp] = [
+            *ctx.nodes(ast.ListComp),
+            *ctx.nodes(ast.SetComp),
+            *ctx.nodes(ast.GeneratorExp),
+            *ctx.nodes(ast.DictComp),
+        ]
+        for comp in comps:
+            for gen in comp.generators:
+                self._bind(gen.target, ("iter", gen.iter), _pos(comp))
+        withs: list[ast.With | ast.AsyncWith] = [*ctx.nodes(ast.With), *ctx.nodes(ast.AsyncWith)]
+        for stmt in withs:
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, ("none",), _pos(item.optional_vars, end=True))
+        for handler in ctx.nodes(ast.ExceptHandler):
+            if handler.name:
+                scope = self.scope_of(handler)
+                self.bindings[scope][handler.name].append((_pos(handler), ("none",)))
+        funcs: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
+            *ctx.nodes(ast.FunctionDef),
+            *ctx.nodes(ast.AsyncFunctionDef),
+        ]
+        for func in funcs:
+            self.functions[func.name].append(func)
+            self.bindings[self.scope_of(func)][func.name].append((_pos(func), ("none",)))
+            self._bind_parameters(func)
+        for cls in ctx.nodes(ast.ClassDef):
+            self.classes.setdefault(cls.name, cls)
+            self.bindings[self.scope_of(cls)][cls.name].append((_pos(cls), ("none",)))
+        for call in ctx.nodes(ast.Call):  # self.register_buffer("name", tensor) makes self.name a tensor
+            callee = call.func
+            if (
+                isinstance(callee, ast.Attribute)
+                and callee.attr in ("register_buffer", "register_parameter")
+                and isinstance(callee.value, ast.Name)
+                and callee.value.id == "self"
+                and call.args
+                and isinstance(call.args[0], ast.Constant)
+                and isinstance(call.args[0].value, str)
+            ):
+                owner = ctx.enclosing_class(call)
+                if owner is not None:
+                    self.self_attributes[owner.name][f"self.{call.args[0].value}"].append(("kind", TENSOR))
+        for scope_names in self.bindings.values():
+            for entries in scope_names.values():
+                entries.sort(key=lambda entry: entry[0])
+
+    def _bind_parameters(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        args = func.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults: dict[str, ast.expr] = {}
+        for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True):
+            defaults[arg.arg] = default
+        for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+            if kw_default is not None:
+                defaults[arg.arg] = kw_default
+        bindings = self.bindings[func]
+        at = _pos(func)
+        cls = self.ctx.enclosing_class(func)
+        for i, arg in enumerate([*positional, *args.kwonlyargs]):
+            if i == 0 and cls is not None and arg.arg == "self" and self.class_is_module(cls.name):
+                source: Source = ("kind", MODULE)
+            elif arg.annotation is not None:
+                source = ("annotation", arg.annotation)
+            elif arg.arg in defaults:
+                source = ("expr", defaults[arg.arg])
+            else:
+                source = ("none",)
+            bindings[arg.arg].append((at, source))
+        for extra in (args.vararg, args.kwarg):
+            if extra is not None:
+                bindings[extra.arg].append((at, ("none",)))
+
+    # -- questions --------------------------------------------------------------------------------------------
+
+    def assigned_values(self, name: str) -> list[ast.AST]:
+        """Every expression assigned to the dotted name ``name`` anywhere in the file (``x = ...``, ``a.b = ...``)."""
+        return self.values.get(name, [])
+
+    def class_is_module(self, name: str, _seen: frozenset[str] = frozenset()) -> bool:
+        """Whether the class ``name`` of this file subclasses ``nn.Module``.
+
+        Directly, through classes of the file, or through a known subclass such as ``LightningModule``.
+        """
+        cls = self.classes.get(name)
+        if cls is None or name in _seen:
+            return False
+        for base in cls.bases:
+            full = self.ctx.qualname(base)
+            if full is None:
+                continue
+            if full in MODULE_BASES or (full.startswith("torch.nn.") and full.rsplit(".", 1)[-1][:1].isupper()):
+                return True
+            if full in self.classes and self.class_is_module(full, _seen | {name}):
+                return True
+        return False
+
+    def infer(self, node: ast.AST) -> Kind | None:
+        """The kind of expression ``node`` where it stands, or ``None`` when unknown."""
+        if node in self._memo:
+            return self._memo[node]
+        if node in self._busy:
+            return None
+        self._busy.add(node)
+        try:
+            kind = self._infer(node)
+        finally:
+            self._busy.discard(node)
+        self._memo[node] = kind
+        return kind
+
+    def lookup(self, name: str, at: ast.AST) -> Kind | None:
+        """The kind of the dotted ``name`` as used at node ``at``."""
+        if name.startswith("self.") and name.count(".") == 1:
+            cls = self.ctx.enclosing_class(at)
+            if cls is not None and name in self.self_attributes.get(cls.name, {}):
+                return self._agree([self._source_kind(s) for s in self.self_attributes[cls.name][name]])
+        use = _pos(at)
+        scope: ast.AST | None = self.scope_of(at)
+        first = True
+        while scope is not None:
+            entries = self.bindings.get(scope, {}).get(name)
+            if entries:
+                before = [entry for entry in entries if entry[0] <= use]
+                if before:
+                    return self._source_kind(before[-1][1])
+                if first:
+                    return None  # bound in this scope only later (a loop-carried value, or a use before assignment)
+                return self._source_kind(entries[-1][1])
+            first = False
+            scope = self._outer_scope(scope)
+        return None
+
+    def _outer_scope(self, scope: ast.AST) -> ast.AST | None:
+        if isinstance(scope, ast.Module):
+            return None
+        outer = self.scope_of(scope)
+        while isinstance(outer, ast.ClassDef):  # methods do not see names of the class body
+            outer = self.scope_of(outer)
+        return outer
+
+    # -- inference --------------------------------------------------------------------------------------------
+
+    def _source_kind(self, source: Source) -> Kind | None:
+        tag = source[0]
+        if tag == "expr":
+            return self.infer(source[1])
+        if tag == "kind":
+            return source[1]  # type: ignore[no-any-return]
+        if tag == "annotation":
+            return self._annotation_kind(source[1])
+        if tag == "project":
+            return self._project(self._source_kind(source[1]), source[2])
+        if tag == "iter":
+            return self.element(source[1])
+        if tag == "aug":
+            node: ast.AugAssign = source[1]
+            before = self.infer(node.target) if isinstance(node.target, ast.Name) else None
+            value = self.infer(node.value)
+            if TENSOR in (before, value):
+                return TENSOR
+            return before
+        return None
+
+    def _annotation_kind(self, annotation: ast.AST) -> Kind | None:
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                annotation = ast.parse(annotation.value, mode="eval").body
+            except SyntaxError:
+                return None
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):  # Tensor | None
+            left, right = self._annotation_kind(annotation.left), self._annotation_kind(annotation.right)
+            return left or right
+        if isinstance(annotation, ast.Subscript) and self.ctx.qualname(annotation.value) in (
+            "typing.Optional",
+            "Optional",
+        ):
+            return self._annotation_kind(annotation.slice)
+        full = self.ctx.qualname(annotation)
+        if full is None:
+            return None
+        if full in TENSOR_CLASSES or full == "Tensor":
+            return TENSOR
+        if full in MODULE_BASES or (full in self.classes and self.class_is_module(full)):
+            return MODULE
+        if full == "torch.device":
+            return DEVICE
+        if full == "torch.utils.data.DataLoader":
+            return LOADER
+        if full in ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"):
+            return OPTIMIZER
+        return None
+
+    @staticmethod
+    def _agree(kinds: list[Kind | None]) -> Kind | None:
+        if kinds and all(k == kinds[0] for k in kinds):
+            return kinds[0]
+        return None
+
+    @staticmethod
+    def _project(kind: Kind | None, index: int) -> Kind | None:
+        """The kind of item ``index`` of a value of kind ``kind`` (unpacking or indexing by a constant)."""
+        if kind is None:
+            return None
+        if kind.name == "tuple":
+            return kind.items[index] if 0 <= index < len(kind.items) else None
+        if kind.name == "batch" or kind.is_tensor:
+            return TENSOR
+        if kind.name in ("seq", "dict"):
+            return kind.element
+        return None
+
+    def element(self, iterable: ast.AST) -> Kind | None:
+        """The kind of what iterating over ``iterable`` gives."""
+        if isinstance(iterable, ast.Call):
+            name = self.ctx.call_name(iterable)
+            if name == "enumerate" and iterable.args:
+                return Kind("tuple", items=(None, self.element(iterable.args[0])))
+            if name == "zip":
+                return Kind("tuple", items=tuple(self.element(arg) for arg in iterable.args))
+            if name in PASS_THROUGH_ITERATORS and iterable.args:
+                return self.element(iterable.args[0])
+            if isinstance(iterable.func, ast.Attribute) and iterable.func.attr in ("values",) and not iterable.args:
+                owner = self.infer(iterable.func.value)
+                return owner.element if owner is not None and owner.name == "dict" else None
+            if isinstance(iterable.func, ast.Attribute) and iterable.func.attr == "items" and not iterable.args:
+                owner = self.infer(iterable.func.value)
+                if owner is not None and owner.name == "dict":
+                    return Kind("tuple", items=(None, owner.element))
+                return None
+        kind = self.infer(iterable)
+        if kind is None:
+            name = _dotted(iterable)
+            if name and "loader" in name.rsplit(".", 1)[-1].lower():
+                return BATCH  # `for x, y in train_loader:` with the loader passed in
+            return None
+        if kind.name in ("loader", "seq"):
+            return kind.element
+        if kind.name == "dataset":
+            return BATCH
+        if kind.is_tensor:
+            return TENSOR
+        if kind.name == "tuple":
+            return self._agree(list(kind.items))
+        return None
+
+    def _infer(self, node: ast.AST) -> Kind | None:
+        if isinstance(node, ast.Name | ast.Attribute):
+            return self._infer_name(node)
+        if isinstance(node, ast.Call):
+            return self._infer_call(node)
+        if isinstance(node, ast.BinOp):
+            left, right = self.infer(node.left), self.infer(node.right)
+            if TENSOR in (left, right):
+                return TENSOR
+            return None
+        if isinstance(node, ast.UnaryOp):
+            return self.infer(node.operand) if not isinstance(node.op, ast.Not) else None
+        if isinstance(node, ast.Compare):
+            kinds = [self.infer(node.left), *(self.infer(c) for c in node.comparators)]
+            if TENSOR in kinds and all(
+                isinstance(op, ast.Eq | ast.NotEq | ast.Lt | ast.LtE | ast.Gt | ast.GtE) for op in node.ops
+            ):
+                return TENSOR
+            return None
+        if isinstance(node, ast.Subscript):
+            owner = self.infer(node.value)
+            if owner is None:
+                return None
+            if owner.is_tensor or owner.name == "batch":
+                return TENSOR
+            if owner.name == "tuple" and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+                return self._project(owner, node.slice.value)
+            if owner.name in ("seq", "dict"):
+                return owner.element if not isinstance(node.slice, ast.Slice) else owner
+            if owner.name in ("state_dict", "loaded"):
+                return None
+            return None
+        if isinstance(node, ast.IfExp):
+            return self._agree([self.infer(node.body), self.infer(node.orelse)])
+        if isinstance(node, ast.Tuple):
+            return Kind(
+                "tuple", items=tuple(self.infer(e) if not isinstance(e, ast.Starred) else None for e in node.elts)
+            )
+        if isinstance(node, ast.List | ast.Set):
+            kinds = [self.infer(e) for e in node.elts]
+            return Kind("seq", element=self._agree(kinds)) if kinds else Kind("seq")
+        if isinstance(node, ast.Dict):
+            kinds = [self.infer(v) for v in node.values]
+            return Kind("dict", element=self._agree(kinds)) if kinds else Kind("dict")
+        if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
+            return Kind("seq", element=self.infer(node.elt))
+        if isinstance(node, ast.DictComp):
+            return Kind("dict", element=self.infer(node.value))
+        if isinstance(node, ast.NamedExpr):
+            return self.infer(node.value)
+        if isinstance(node, ast.Await | ast.Starred):
+            return None
+        return None
+
+    def _infer_name(self, node: ast.Name | ast.Attribute) -> Kind | None:
+        name = _dotted(node)
+        if name is not None:
+            head = name.split(".")[0]
+            bound = self.lookup(name, node)
+            if bound is not None:
+                return bound
+            if "." not in name or head in self.ctx.imports:
+                return None
+        if isinstance(node, ast.Attribute):
+            owner = self.infer(node.value)
+            if owner is None:
+                return None
+            if owner.is_tensor:
+                if node.attr in TENSOR_ATTRIBUTES:
+                    return TENSOR
+                if node.attr == "device":
+                    return DEVICE
+                return None
+            if owner.is_module and owner.parallel and node.attr == "module":
+                return MODULE
+        return None
+
+    def _infer_call(self, node: ast.Call) -> Kind | None:
+        func = node.func
+        full = self.ctx.qualname(func)
+        if full is not None:
+            kind = self._known_call(full, node)
+            if kind is not False:
+                return kind  # type: ignore[return-value]
+        if isinstance(func, ast.Attribute):
+            owner = self.infer(func.value)
+            if owner is not None:
+                return self._method_result(owner, func.attr, node)
+            defined = self.functions.get(func.attr, [])
+            if len(defined) == 1 and self.ctx.enclosing_class(defined[0]) is not None and func.attr != "__init__":
+                return self.returns(defined[0])
+            return None
+        callee = self.infer(func)
+        if callee is not None and callee.is_module:
+            return TENSOR  # calling a module: its output
+        return None
+
+    def _known_call(self, full: str, node: ast.Call) -> Kind | bool | None:
+        """The kind a call to ``full`` gives; ``False``: not a function this table knows."""
+        if full in TENSOR_CLASSES or full in ("torch.from_numpy", "torch.as_tensor", "torch.tensor"):
+            return TENSOR
+        if full in PARALLEL_WRAPPERS:
+            return PARALLEL_MODULE
+        if full in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"):
+            return LOADER
+        if full == "torch.device":
+            return DEVICE
+        if full == "torch.load":
+            return LOADED
+        if full in ("torch.compile", "torch.jit.script", "torch.jit.trace") and node.args:
+            inner = self.infer(node.args[0])
+            return inner if inner is not None and inner.is_module else None
+        if full.startswith("torch.optim.lr_scheduler."):
+            return SCHEDULER
+        if full.startswith("torch.optim.") and full.rsplit(".", 1)[-1][:1].isupper():
+            return OPTIMIZER
+        if full.startswith("torch.utils.data.") and full.endswith("Dataset"):
+            return DATASET
+        if full.startswith(TENSOR_SUBMODULES):
+            return TENSOR
+        if full.startswith("torch.nn."):
+            last = full.rsplit(".", 1)[-1]
+            if last[:1].isupper() and not full.startswith("torch.nn.utils."):
+                return MODULE
+            return None
+        if full.startswith("torch."):
+            parts = full.split(".")
+            if len(parts) == 2 and parts[1] not in NOT_TENSOR_FUNCTIONS and parts[1] not in NOT_TENSOR_SUBMODULES:
+                return TENSOR if not parts[1][:1].isupper() else None
+            return None
+        if full.startswith(("numpy.", "np.")) and full.rsplit(".", 1)[-1][:1].islower():
+            return NDARRAY if full.count(".") == 1 else None
+        if full.startswith("torchvision.models.") and full.rsplit(".", 1)[-1][:1].islower():
+            return MODULE
+        if full == "timm.create_model":
+            return MODULE
+        if full.endswith(".from_pretrained") and full.startswith(("transformers.", "diffusers.")):
+            owner = full.split(".")[-2]
+            if "Model" in owner and not any(word in owner for word in PRETRAINED_NOT_MODULES):
+                return MODULE
+            return None
+        if full in self.classes:
+            if self.class_is_module(full):
+                return MODULE
+            cls = self.classes[full]
+            bases = {self.ctx.qualname(b) or "" for b in cls.bases}
+            if any(b.startswith("torch.utils.data.") and b.endswith("Dataset") for b in bases):
+                return DATASET
+            if any(b in ("torch.utils.data.DataLoader",) for b in bases):
+                return LOADER
+            return Kind("instance", cls=full)
+        if "." not in full:
+            defined = [f for f in self.functions.get(full, []) if self.ctx.enclosing_class(f) is None]
+            if len(defined) == 1:
+                return self.returns(defined[0])
+        return False
+
+    def _method_result(self, owner: Kind, method: str, node: ast.Call) -> Kind | None:
+        if owner.is_tensor:
+            if method in NOT_TENSOR_METHODS:
+                return NDARRAY if method == "numpy" else None
+            if method == "type" and not node.args and not node.keywords:
+                return None
+            if method in ("unbind", "split", "chunk", "tensor_split"):
+                return Kind("seq", element=TENSOR)
+            return TENSOR
+        if owner.is_module:
+            if method in MODULE_SELF_METHODS:
+                return owner
+            if method == "state_dict":
+                return Kind("state_dict", parallel=owner.parallel)
+            if method in ("forward", "__call__"):
+                return TENSOR
+            return self._defined_method(owner, method)
+        if owner.name == "instance":
+            return self._defined_method(owner, method)
+        if owner.name in ("seq", "dict") and method in ("pop", "get"):
+            return owner.element
+        return None
+
+    def _defined_method(self, owner: Kind, method: str) -> Kind | None:
+        candidates = self.functions.get(method, [])
+        if owner.cls is not None:
+            candidates = [
+                f for f in candidates if (c := self.ctx.enclosing_class(f)) is not None and c.name == owner.cls
+            ]
+        if len(candidates) == 1 and method != "__init__":
+            return self.returns(candidates[0])
+        return None
+
+    def returns(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> Kind | None:
+        """What ``func`` returns, when all of its ``return`` statements agree (``None`` otherwise or for generators)."""
+        if func in self._returns:
+            return self._returns[func]
+        self._returns[func] = None  # recursion guard
+        values: list[ast.expr] = []
+        stack: list[ast.AST] = list(func.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+                continue
+            if isinstance(node, ast.Yield | ast.YieldFrom):
+                return None
+            if isinstance(node, ast.Return):
+                if node.value is None:
+                    return None
+                values.append(node.value)
+            stack.extend(ast.iter_child_nodes(node))
+        kind = self._agree([self.infer(v) for v in values]) if values else None
+        self._returns[func] = kind
+        return kind
