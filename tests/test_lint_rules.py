@@ -12,9 +12,7 @@ import ferry.lint.rules as rules_package
 from ferry.lint import RULES, lint_source
 from ferry.lint.rules import MODULES
 
-RULE_FILES = sorted(
-    p.stem for p in Path(rules_package.__file__).parent.glob("*.py") if not p.stem.startswith("_")
-)
+RULE_FILES = sorted(p.stem for p in Path(rules_package.__file__).parent.glob("*.py") if not p.stem.startswith("_"))
 SECTIONS = ("## What it does", "## Why is this bad", "## Example", "## Use instead")
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 MARK = re.compile(r"#\s*(FRY\d{3})\b")
@@ -49,7 +47,8 @@ def test_rule_module_names_match_rule_names() -> None:
 def test_doc_has_every_section(rule) -> None:
     for section in SECTIONS:
         assert section in rule.doc, section
-    assert rule.message and rule.fix_title
+    assert rule.message
+    assert rule.fix_title
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
