@@ -10,6 +10,7 @@ import collections
 import contextlib
 import errno
 import io
+import json
 import os
 import random
 import shutil
@@ -496,21 +497,61 @@ def test_truncated_newest_checkpoint_is_skipped_with_a_warning(tmp_path):
         assert good == ferry.Checkpointer(tmp_path).latest()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the header's space padding is outside every checksum: a space turned into another JSON whitespace "
-    "byte passes verify (the content is unchanged, so loading is unaffected)",
-)
-def test_changed_header_padding_is_detected(tmp_path):
+def reordered(text: bytes) -> bytes:
+    """The header JSON with the tensor index first and ``__metadata__`` last: same content, same length."""
+    header = json.loads(text)
+    metadata = header.pop("__metadata__")
+    return json.dumps({**header, "__metadata__": metadata}, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+#: Edits of a ferry header that keep its meaning and its length: (JSON, its padding) -> header bytes.
+HEADER_EDITS = {
+    "newline for the last padding space": lambda text, pad: text + b" " * (pad - 1) + b"\n",
+    "tab for the first padding space": lambda text, pad: text + b"\t" + b" " * (pad - 1),
+    "carriage return in the padding": lambda text, pad: text + b" \r" + b" " * (pad - 2),
+    "space after a colon": lambda text, pad: text.replace(b":", b": ", 1) + b" " * (pad - 1),
+    "newline after a comma": lambda text, pad: text.replace(b",", b",\n", 1) + b" " * (pad - 1),
+    "padding before the closing brace": lambda text, pad: text[:-1] + b" " * pad + b"}",
+    "escaped letter": lambda text, pad: text.replace(b'"dtype"', b'"\\u0064type"', 1) + b" " * (pad - 5),
+    "keys reordered": lambda text, pad: reordered(text) + b" " * pad,
+    "key repeated": lambda text, pad: (
+        text.replace(b'{"ferry.format":"2"', b'{"ferry.format":"2","ferry.format":"2"', 1) + b" " * (pad - 19)
+    ),
+}
+#: (edit, file): every edit on a small file (header padded to 8 bytes) and on a large one (padded to a page).
+HEADER_EDIT_CASES = [
+    *((edit, "small") for edit in HEADER_EDITS if edit != "key repeated"),  # needs 19 bytes of padding
+    *((edit, "large") for edit in HEADER_EDITS),
+]
+
+
+def padded_file(path: Path, size: str) -> bytes:
+    """Save a state whose header ends in at least 5 padding spaces (small) or 20 (large); return its bytes."""
+    numel = 1 if size == "small" else (16 << 20) // 4  # large: 16 MiB, the data starts on a page boundary
+    for length in range(64):
+        ferry.save({"t": torch.ones(numel), "s": "a" * length}, path)
+        data = path.read_bytes()
+        end = header_end(data)
+        if data[end - 20 if size == "large" else end - 5 : end].strip(b" ") == b"":
+            return data
+    raise AssertionError("no string length gives the header enough padding")
+
+
+@pytest.mark.parametrize(("edit", "size"), HEADER_EDIT_CASES, ids=[f"{e}-{s}" for e, s in HEADER_EDIT_CASES])
+def test_changed_header_bytes_are_detected(tmp_path, edit, size):
+    """Bytes of a ferry header that no checksum covers (the padding; the JSON's layout) must not change either."""
     path = tmp_path / "x.safetensors"
-    ferry.save({"t": torch.ones(1), "s": "a"}, path)
-    data = bytearray(path.read_bytes())
-    end = header_end(bytes(data))
-    assert b" " == data[end - 1 : end], "the header is padded with spaces"
-    data[end - 1] = ord("\n")
-    path.write_bytes(bytes(data))
-    with pytest.raises(ferry.CorruptCheckpointError):
-        verify(path)
+    data = padded_file(path, size)
+    end = header_end(data)
+    text = data[8:end].rstrip(b" ")
+    edited = HEADER_EDITS[edit](text, end - 8 - len(text))
+    assert len(edited) == end - 8
+    assert edited != data[8:end]
+    assert ferry.load(path)["t"].numel() > 0  # the untouched file loads
+    path.write_bytes(data[:8] + edited + data[end:])
+    for check in (verify, ferry.load):
+        with pytest.raises(ferry.CorruptCheckpointError, match="its bytes differ from what ferry wrote"):
+            check(path)
 
 
 def manifest_damage(text: bytes, seed: int) -> list[tuple[str, bytes]]:

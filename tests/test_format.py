@@ -688,6 +688,23 @@ def test_plain_safetensors_file_loads_as_flat_dict(tmp_path: Path) -> None:
         assert_same(tensor, back[name])
 
 
+def test_plain_safetensors_header_may_be_laid_out_freely(tmp_path: Path) -> None:
+    # Only ferry files must hold the exact header bytes ferry writes; other writers indent, reorder and pad freely.
+    tensors = {"x": torch.arange(3.0), "y": torch.ones(2, dtype=torch.int64)}
+    path = tmp_path / "plain.safetensors"
+    safetensors.torch.save_file(tensors, path, metadata={"format": "pt"})
+    data = path.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.dumps(dict(reversed(json.loads(data[8 : 8 + length]).items())), indent=2).encode()
+    header += b"\n" * (-(8 + len(header)) % 8)
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data[8 + length :])
+    verify(path)
+    back = load(path)
+    assert sorted(tensors) == sorted(back)
+    for name, tensor in tensors.items():
+        assert_same(tensor, back[name])
+
+
 def test_plain_safetensors_truncation_is_caught_by_verify(tmp_path: Path) -> None:
     path = tmp_path / "plain.safetensors"
     safetensors.torch.save_file({"x": torch.randn(100)}, path)

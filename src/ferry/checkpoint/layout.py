@@ -26,8 +26,12 @@ reads and verifies. Measured on one core of a 2-core x86 VM: xxh3_64 hashes 23-2
 of calling it corrupt, and this ferry refuses a file of a newer format the same way.
 
 ``ferry.header_checksum`` is always the CRC-32 of a canonical JSON of every other metadata entry and of the tensor
-index (name, dtype, shape, offsets), so any flip that changes the meaning of the header is caught. Checksums are
-fixed-width, which lets the writer reserve the header, stream the data while it checksums it, then write the header.
+index (name, dtype, shape, offsets), so any flip that changes the meaning of the header is caught. The bytes that
+carry no meaning are checked too: a ferry file's header must be exactly what the writer makes of its content
+(compact JSON, keys in the writer's order, space padding to 8 or ``DIRECT_ALIGN`` bytes; ``is_canonical_header``),
+so a space turned into a newline is caught as well. Headers of other safetensors writers may be laid out freely.
+Checksums are fixed-width, which lets the writer reserve the header, stream the data while it checksums it, then
+write the header.
 
 Any safetensors reader opens these files (``safetensors.safe_open``); ferry's reader (``reader.py``) is its own,
 so that each defect is reported precisely (which tensor, which offset, how many bytes are missing). The writer is
@@ -63,6 +67,7 @@ __all__ = [
     "DIRECT_FROM",
     "DTYPES",
     "FERRY_KEYS",
+    "FERRY_KEY_ORDER",
     "FOREIGN_CODES",
     "FORMAT_KEY",
     "FORMAT_VERSION",
@@ -82,6 +87,7 @@ __all__ = [
     "encode_header",
     "file_shape",
     "header_checksum",
+    "is_canonical_header",
     "itemsize",
     "looks_like_safetensors",
     "parallel_map",
@@ -100,7 +106,9 @@ TREE_KEY = "ferry.tree"
 ALGORITHM_KEY = "ferry.checksum_algorithm"
 CHECKSUMS_KEY = "ferry.checksums"
 HEADER_CHECKSUM_KEY = "ferry.header_checksum"
-FERRY_KEYS = frozenset({FORMAT_KEY, TREE_KEY, ALGORITHM_KEY, CHECKSUMS_KEY, HEADER_CHECKSUM_KEY})
+#: The ferry metadata keys, in the order the writer puts them in the header.
+FERRY_KEY_ORDER = (FORMAT_KEY, TREE_KEY, ALGORITHM_KEY, CHECKSUMS_KEY, HEADER_CHECKSUM_KEY)
+FERRY_KEYS = frozenset(FERRY_KEY_ORDER)
 
 #: The largest header safetensors' own reader accepts (bytes).
 MAX_HEADER_BYTES = 100_000_000
@@ -278,16 +286,48 @@ def header_checksum(metadata: Mapping[str, str], entries: Sequence[tuple[str, st
     return zlib.crc32(json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode("ascii"))
 
 
+def _header_json(metadata: Mapping[str, str], entries: Sequence[tuple[str, str, Sequence[int], int, int]]) -> bytes:
+    """The JSON of the header, unpadded: compact, UTF-8, metadata first, then the tensors in the order given."""
+    header: dict[str, object] = {"__metadata__": dict(metadata)}
+    for name, code, shape, start, end in entries:
+        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [start, end]}
+    return json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _padding(length: int, align: int) -> int:
+    """How many spaces follow a header JSON of ``length`` bytes so that the data starts at a multiple of ``align``."""
+    return -(8 + length) % align
+
+
 def encode_header(
     metadata: Mapping[str, str], entries: Sequence[tuple[str, str, Sequence[int], int, int]], *, align: int = 8
 ) -> bytes:
     """The 8-byte length and the JSON header, padded with spaces so that the data starts at a multiple of ``align``."""
-    header: dict[str, object] = {"__metadata__": dict(metadata)}
-    for name, code, shape, start, end in entries:
-        header[name] = {"dtype": code, "shape": list(shape), "data_offsets": [start, end]}
-    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    text += b" " * (-(8 + len(text)) % align)
+    text = _header_json(metadata, entries)
+    text += b" " * _padding(len(text), align)
     return struct.pack("<Q", len(text)) + text
+
+
+def is_canonical_header(
+    raw: bytes, metadata: Mapping[str, str], entries: Sequence[tuple[str, str, Sequence[int], int, int]]
+) -> bool:
+    """Whether ``raw`` (the header after its 8-byte length) is byte for byte what the writer makes of this content.
+
+    The writer's bytes: ``metadata`` with the ferry keys in ``FERRY_KEY_ORDER``, the tensors in file order (as
+    ``entries`` gives them), compact JSON, then the spaces that align the data to 8 or to ``DIRECT_ALIGN`` bytes
+    (every ferry version wrote one of these). The checksums cover what the header means, not its bytes: this
+    catches the rest (whitespace or escapes changed inside the JSON, another byte in the padding, keys reordered
+    or repeated).
+    """
+    ordered = {key: metadata[key] for key in FERRY_KEY_ORDER if key in metadata}
+    ordered.update((key, value) for key, value in metadata.items() if key not in FERRY_KEYS)
+    text = _header_json(ordered, entries)
+    padding = len(raw) - len(text)
+    return (
+        raw.startswith(text)
+        and padding in (_padding(len(text), 8), _padding(len(text), DIRECT_ALIGN))
+        and raw.endswith(b" " * padding)
+    )
 
 
 def checksum_table(pairs: Iterable[tuple[str, int]], algorithm: Checksum) -> str:

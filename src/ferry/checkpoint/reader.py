@@ -38,6 +38,7 @@ from ferry.checkpoint.layout import (
     Header,
     file_shape,
     header_checksum,
+    is_canonical_header,
     itemsize,
     parallel_map,
     require_little_endian,
@@ -76,7 +77,9 @@ def read_header(handle: BinaryIO, path: Path, size: int) -> Header:
     """Parse and validate the header of the safetensors file open in ``handle`` (``size`` bytes long).
 
     Checks the header length, the JSON, every entry's dtype, shape and byte range, that the ranges tile the data
-    section exactly, and, for ferry files, the format version and the header checksum.
+    section exactly, and, for ferry files, the format version, the header checksum, and that the header's bytes
+    are exactly those ferry writes for its content (so no byte of a ferry file escapes every check). Plain
+    safetensors files may be laid out as their writer chose.
 
     Raises:
         CorruptCheckpointError: truncated, trailing bytes, malformed header, or a header checksum mismatch.
@@ -120,7 +123,7 @@ def read_header(handle: BinaryIO, path: Path, size: int) -> Header:
         )
     # Any one ferry key makes it a ferry file, so a bit flip in one key cannot pass it off as a plain file.
     if FERRY_KEYS & metadata.keys():
-        checksums, algorithm = _check_ferry_metadata(path, metadata, entries)
+        checksums, algorithm = _check_ferry_metadata(path, metadata, entries, raw)
         return Header(path, data_start, tuple(entries), metadata, checksums, algorithm)
     return Header(path, data_start, tuple(entries), metadata, None)
 
@@ -159,8 +162,12 @@ def _entry(path: Path, name: str, info: object) -> Entry:
 
 
 def _check_ferry_metadata(
-    path: Path, metadata: Mapping[str, str], entries: Sequence[Entry]
+    path: Path, metadata: Mapping[str, str], entries: Sequence[Entry], raw: bytes
 ) -> tuple[dict[str, int], Checksum]:
+    """Check the ferry keys, the format, the header checksum and the header bytes; return the tensor checksums.
+
+    ``raw`` is the header as stored (after its 8-byte length), ``entries`` the tensors in file order.
+    """
     rows = [(e.name, e.dtype, file_shape(e.shape, e.dtype), e.start, e.end) for e in entries]
     expected = f"{header_checksum(metadata, rows):08x}"
     got = metadata.get(HEADER_CHECKSUM_KEY)
@@ -197,6 +204,13 @@ def _check_ferry_metadata(
         raise _corrupt(path, f"its checksum table is malformed ({err})") from None
     if set(checksums) != {e.name for e in entries}:
         raise _corrupt(path, "its checksum table does not list exactly the tensors in the file")
+    if not is_canonical_header(raw, metadata, rows):
+        raise _corrupt(
+            path,
+            f"its {len(raw)}-byte header means what was written but its bytes differ from what ferry wrote (a "
+            "padding space or whitespace changed, characters escaped differently, keys reordered or repeated): "
+            "it was changed after it was written, so the rest of the file may be damaged too",
+        )
     return checksums, algorithm
 
 

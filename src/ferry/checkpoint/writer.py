@@ -344,7 +344,7 @@ def write_file(path: Path, tree_json: str, blobs: Sequence[Blob]) -> None:
         offset += nbytes
     staged = offset >= DIRECT_FROM
     align = DIRECT_ALIGN if staged else 8
-    metadata = {
+    metadata = {  # in FERRY_KEY_ORDER
         FORMAT_KEY: FORMAT_VERSION,
         TREE_KEY: tree_json,
         ALGORITHM_KEY: ALGORITHM.name,
