@@ -228,10 +228,13 @@ def test_lock_file_left_empty_by_a_kill_is_taken_over(tmp_path):
 
 
 class Faults:
-    """Counts a save's writes, file fsyncs, renames and directory fsyncs, and fails the ``nth`` of one kind."""
+    """Counts a save's writes, file fsyncs, renames and directory fsyncs; fails the ``nth`` of one kind (and more).
 
-    def __init__(self, operation: str | None = None, nth: int = 0, code: int = 0) -> None:
-        self.operation, self.nth, self.code = operation, nth, code
+    ``times`` calls fail in a row, from the ``nth`` on.
+    """
+
+    def __init__(self, operation: str | None = None, nth: int = 0, code: int = 0, *, times: int = 1) -> None:
+        self.operation, self.nth, self.code, self.times = operation, nth, code, times
         self.calls: list[tuple[str, str]] = []  # (operation, file or folder name), in call order
         self.counts: collections.Counter[str] = collections.Counter()
         self.lock = threading.Lock()
@@ -240,7 +243,7 @@ class Faults:
         with self.lock:  # the writer may write from worker threads
             self.calls.append((operation, name))
             self.counts[operation] += 1
-            fail = operation == self.operation and self.counts[operation] == self.nth
+            fail = operation == self.operation and self.nth <= self.counts[operation] < self.nth + self.times
         if fail:
             raise OSError(self.code, os.strerror(self.code), name)
 
@@ -377,6 +380,56 @@ def test_failed_fsync_after_pruning_does_not_fail_the_committed_save(tmp_path):
         assert ("fsync-directory", "run") == faults.calls[-1]
         assert [2, 3] == ckpt.steps()
     assert [] == leftovers(tmp_path / "run")
+
+
+@pytest.mark.parametrize("async_save", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("times", [1, 2], ids=["fails-once", "fails-twice"])
+def test_failing_directory_fsync_after_the_commit_leaves_the_step_committed(tmp_path, times, async_save):
+    """The commit rename happened: the step is saved. A failing fsync of the directory is retried once; if the retry
+    fails too, the save says the folder is in place but not known durable, and prunes nothing."""
+    clean = count_calls(tmp_path, 3)
+    commit = clean.calls.index(("rename", "step-000000003"))
+    assert ("fsync-directory", "count") == clean.calls[commit + 1]
+    nth = [operation for operation, _ in clean.calls[: commit + 2]].count("fsync-directory")
+    directory = tmp_path / "run"
+    ckpt = ferry.Checkpointer(directory, keep_last=2, async_save=async_save)
+    ckpt.save(1, state_for(1))
+    ckpt.save(2, state_for(2))
+    ckpt.wait()
+    final = ckpt.path_for(3)
+    with pytest.MonkeyPatch.context() as mp:
+        faults = Faults("fsync-directory", nth, errno.EIO, times=times).install(mp)
+        try:
+            assert final == ckpt.save(3, state_for(3))
+            ckpt.wait()
+        except ferry.CheckpointError as err:
+            failed: ferry.CheckpointError | None = err
+        else:
+            failed = None
+    assert [("fsync-directory", "run")] * 2 == faults.calls[commit + 1 : commit + 3]  # the fsync and its retry
+    if times == 1:
+        assert failed is None
+        assert [2, 3] == ckpt.steps()  # pruned as usual
+    else:
+        assert failed is not None
+        assert type(failed) is ferry.CheckpointError
+        assert final == failed.path
+        assert (
+            f"step 3 is saved and committed at {str(final)!r}, but its durability is not confirmed: the fsync of "
+            f"{str(directory)!r} after the commit rename failed twice (errno {errno.EIO} EIO: "
+            f"{os.strerror(errno.EIO)}). The checkpoint is listed and restores now, but a power cut or host crash "
+            "could still lose it; no older checkpoint was pruned. Check the disk (e.g. dmesg), then save again."
+        ) == str(failed)
+        assert errno.EIO in [getattr(e, "errno", None) for e in failure_chain(failed)]
+        assert commit + 3 == len(faults.calls)  # nothing after the retry: no pruning
+        assert [1, 2, 3] == ckpt.steps()
+    assert final == ckpt.latest()
+    assert not ckpt.save_if_due(3, state_for(3))  # saved already
+    assert [] == leftovers(directory)
+    ckpt.save(4, state_for(4))
+    ckpt.close()
+    assert [3, 4] == assert_every_checkpoint_restores(directory)
+    assert [] == leftovers(directory)
 
 
 ASYNC_FAULTS = [("write", 1), ("fsync", 1), ("rename", 3), ("fsync-directory", 1)]

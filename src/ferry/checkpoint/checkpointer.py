@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -37,7 +38,7 @@ from typing import Any
 import torch
 
 from ferry.checkpoint import store
-from ferry.checkpoint.atomic import atomic_file, fsync_directory, replace_durably, temporary_name
+from ferry.checkpoint.atomic import atomic_file, fsync_directory, temporary_name
 from ferry.checkpoint.format import load, save, verify
 from ferry.checkpoint.lock import DirectoryLock
 from ferry.checkpoint.rng import capture_rng_state, restore_rng_state
@@ -125,7 +126,7 @@ class Checkpointer:
         self._old_handlers: dict[int, Any] = {}
         self._snapshotter = Snapshotter()
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
-        self._pending: concurrent.futures.Future[Path] | None = None
+        self._pending: concurrent.futures.Future[tuple[Path, CheckpointError | None]] | None = None
         self._closed = False
         self._clean_leftovers()
         if handle_signals:
@@ -217,7 +218,10 @@ class Checkpointer:
         Raises:
             CheckpointError: ``step`` or ``state`` is invalid, a value cannot be saved (the message names it), the
                 disk is too full, another process holds the directory's lock, a previous async save failed, or the
-                file system refused a step. The previous checkpoints are untouched.
+                file system refused a step. The previous checkpoints are untouched. Also raised after the commit
+                when the fsync that makes it durable fails twice: the checkpoint is then in place and counts as
+                saved (listed, restorable, not saved again by :meth:`save_if_due`), its durability is not
+                confirmed, and no older checkpoint was pruned; the message says so.
         """
         self._check_open()
         self._check_step(step)
@@ -236,8 +240,10 @@ class Checkpointer:
         self._check_space(step, payload)
         self._last_save_time = time.monotonic()
         if not self.async_save:
-            folder = self._write(step, payload, clean_metrics)
+            folder, not_durable = self._write(step, payload, clean_metrics)
             self._last_saved_step = step
+            if not_durable is not None:
+                raise not_durable
             return folder
         payload = self._snapshotter.copy(payload)
         if self._writer is None:
@@ -250,15 +256,18 @@ class Checkpointer:
         """Wait for the async save in flight, if any.
 
         Raises:
-            CheckpointError: that save failed (the previous checkpoints are untouched).
+            CheckpointError: that save failed (the previous checkpoints are untouched), or it committed but its
+                durability is not confirmed (as in :meth:`save`).
         """
         pending, self._pending = self._pending, None
         if pending is not None:
             try:
-                pending.result()
+                _, not_durable = pending.result()
             except BaseException:
                 self._last_saved_step = None  # let save_if_due() retry that step
                 raise
+            if not_durable is not None:
+                raise not_durable
 
     def close(self) -> None:
         """Finish the async save in flight, release the directory lock and restore the signal handlers.
@@ -317,7 +326,18 @@ class Checkpointer:
                 path=self.directory,
             )
 
-    def _write(self, step: int, payload: dict[str, Any], metrics: dict[str, float]) -> Path:
+    def _write(
+        self, step: int, payload: dict[str, Any], metrics: dict[str, float]
+    ) -> tuple[Path, CheckpointError | None]:
+        """Write the checkpoint of ``step`` under a temporary name, commit it, make the commit durable, prune.
+
+        Returns:
+            The folder, and None, or the error to raise once the step counts as saved: the folder is committed but
+            the fsync of the directory failed twice (nothing is pruned then).
+
+        Raises:
+            CheckpointError: a failure before the commit; the previous checkpoints are untouched.
+        """
         final = self.path_for(step)
         previous = self._checkpoints()
         sequence = max((entry.sequence for entry in previous), default=0) + 1
@@ -342,7 +362,7 @@ class Checkpointer:
             with atomic_file(tmp / MANIFEST_FILE) as handle:
                 handle.write(json.dumps(manifest, indent=2, sort_keys=True).encode("utf-8"))
             fsync_directory(tmp)
-            self._commit(tmp, final)
+            parked = self._commit(tmp, final)
         except BaseException as err:
             shutil.rmtree(tmp, ignore_errors=True)
             if isinstance(err, OSError):
@@ -357,20 +377,63 @@ class Checkpointer:
                     path=final,
                 ) from err
             raise
-        self._prune(keep=final)
-        return final
+        # Committed: from here on the step is saved, whatever fails.
+        not_durable = self._sync_commit(step, final)
+        if parked is not None:
+            shutil.rmtree(parked, ignore_errors=True)
+        if not_durable is None:
+            self._prune(keep=final)
+        return final, not_durable
 
-    def _commit(self, tmp: Path, final: Path) -> None:
+    def _commit(self, tmp: Path, final: Path) -> Path | None:
+        """Rename the finished ``tmp`` onto ``final``: the commit. Returns the parked old folder of the step, if any.
+
+        Replacing a checkpoint of the same step parks the old one under a temporary name first, so at no moment is
+        there neither; a crash in between leaves the parked copy, which _clean_leftovers() renames back, and a failed
+        commit rename puts it back at once.
+
+        Raises:
+            OSError: a rename failed; ``final`` holds what it held before.
+        """
         if not final.exists():
-            replace_durably(tmp, final)
-            return
-        # Replacing a checkpoint of the same step: park the old one under a temporary name first, so at no moment is
-        # there neither; a crash in between leaves the parked copy, which _clean_leftovers() renames back.
+            os.replace(tmp, final)
+            return None
         parked = final.with_name(final.name + ".ferry-old")
         shutil.rmtree(parked, ignore_errors=True)
         os.replace(final, parked)
-        replace_durably(tmp, final)
-        shutil.rmtree(parked, ignore_errors=True)
+        try:
+            os.replace(tmp, final)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.replace(parked, final)
+            raise
+        return parked
+
+    def _sync_commit(self, step: int, final: Path) -> CheckpointError | None:
+        """Make the commit rename of ``final`` durable (survive a power cut): fsync the directory, retrying once.
+
+        Returns:
+            None once an fsync succeeds; else the error that says the folder is committed but not known durable.
+        """
+        try:
+            fsync_directory(self.directory)
+            return None
+        except OSError:
+            pass  # one retry: a transient error (EINTR from a signal, a network file system's hiccup) may pass
+        try:
+            fsync_directory(self.directory)
+            return None
+        except OSError as err:
+            code = errno.errorcode.get(err.errno or 0, str(err.errno))
+            error = CheckpointError(
+                f"step {step} is saved and committed at {str(final)!r}, but its durability is not confirmed: the "
+                f"fsync of {str(self.directory)!r} after the commit rename failed twice (errno {err.errno} {code}: "
+                f"{err.strerror}). The checkpoint is listed and restores now, but a power cut or host crash could "
+                "still lose it; no older checkpoint was pruned. Check the disk (e.g. dmesg), then save again.",
+                path=final,
+            )
+            error.__cause__ = err
+            return error
 
     def _prune(self, *, keep: Path) -> None:
         """Delete the complete checkpoints the retention policy does not keep (never ``keep``, just saved)."""
