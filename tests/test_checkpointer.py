@@ -1,7 +1,9 @@
+import errno
 import json
 import os
 import random
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ import torch
 from torch import nn
 
 import ferry
+from ferry.checkpoint import checkpointer, pruning
 from ferry.checkpoint.checkpointer import STATE_FILE
 
 
@@ -235,21 +238,109 @@ def test_saving_a_lower_step_still_honours_keep_last(tmp_path):
     assert ckpt.steps() == [10, 3]
 
 
-def test_pruning_renames_before_deleting(tmp_path, monkeypatch):
+def step_names(directory):
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("step-"))
+
+
+def slow_rmtree(monkeypatch):
+    """Make the deletion of pruned checkpoints wait until the returned event is set; the other is set once it ran."""
+    release, done = threading.Event(), threading.Event()
+    real_rmtree = shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        assert release.wait(10), "the test never released the deletion"
+        real_rmtree(path, *args, **kwargs)
+        done.set()
+
+    monkeypatch.setattr(pruning.shutil, "rmtree", rmtree)
+    return release, done
+
+
+def test_pruning_renames_at_once_and_deletes_off_the_save_path(tmp_path, monkeypatch):
+    ckpt = ferry.Checkpointer(tmp_path, keep_last=1)
+    ckpt.save(1, {"s": 1})
+    release, done = slow_rmtree(monkeypatch)
+    assert ckpt.path_for(2) == ckpt.save(2, {"s": 2})  # returns while the deletion of step 1 waits
+    assert not done.is_set()
+    assert [2] == ckpt.steps()
+    renamed, kept = step_names(tmp_path)
+    assert renamed.startswith("step-000000001.ferry-tmp-")  # renamed away at once: never a half-deleted step folder
+    assert "step-000000002" == kept
+    closing = threading.Thread(target=ckpt.close)
+    closing.start()
+    closing.join(0.2)
+    assert closing.is_alive(), "close() waits for the deletion"
+    release.set()
+    closing.join(10)
+    assert done.is_set()
+    assert ["step-000000002"] == step_names(tmp_path)
+
+
+def test_the_next_prune_waits_for_the_previous_deletion(tmp_path, monkeypatch):
+    ckpt = ferry.Checkpointer(tmp_path, keep_last=1)
+    ckpt.save(1, {"s": 1})
+    release, done = slow_rmtree(monkeypatch)
+    ckpt.save(2, {"s": 2})
+    saving = threading.Thread(target=ckpt.save, args=(3, {"s": 3}))
+    saving.start()
+    saving.join(0.2)
+    assert saving.is_alive(), "the save of step 3 waits for step 1's deletion before pruning step 2"
+    assert ckpt.path_for(3).is_dir()  # committed already: only its pruning waits
+    release.set()
+    saving.join(10)
+    assert done.is_set()
+    ckpt.wait()
+    assert ["step-000000003"] == step_names(tmp_path)
+    ckpt.close()
+
+
+@pytest.mark.parametrize("surfaces_on", ["wait", "close"])
+def test_a_pruned_checkpoint_that_cannot_be_deleted_is_reported_by_a_warning(tmp_path, monkeypatch, surfaces_on):
     ckpt = ferry.Checkpointer(tmp_path, keep_last=1)
     ckpt.save(1, {"s": 1})
 
-    # a crash in the middle of deleting: rmtree dies after the rename
-    def crash(path, ignore_errors=False):
-        raise KeyboardInterrupt
+    release = threading.Event()
 
-    monkeypatch.setattr(shutil, "rmtree", crash)
-    with pytest.raises(KeyboardInterrupt):
-        ckpt.save(2, {"s": 2})
+    def refuse(path, *args, **kwargs):
+        assert release.wait(10), "the test never released the deletion"
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+
+    monkeypatch.setattr(pruning.shutil, "rmtree", refuse)
+    old = str(ckpt.path_for(1))
+    ckpt.save(2, {"s": 2})
+    release.set()
+    with pytest.warns(ferry.CheckpointWarning) as caught:
+        getattr(ckpt, surfaces_on)()
     monkeypatch.undo()
-    names = sorted(p.name for p in tmp_path.iterdir())
-    assert "step-000000001" not in names  # never a half-deleted step folder
-    assert "step-000000002" in names
+    (warning,) = caught
+    (renamed,) = [name for name in step_names(tmp_path) if name.startswith("step-000000001.ferry-tmp-")]
+    assert (
+        f"pruning could not delete the old checkpoint {old!r}: {os.strerror(errno.EACCES)}. It no longer counts as a "
+        f"checkpoint (it was renamed to {renamed!r}), but what is left of it takes disk space; delete "
+        f"{str(tmp_path / renamed)!r}, or run `ferry ckpt gc {tmp_path}` once this process ends."
+    ) == str(warning.message)
+    assert [2] == ferry.Checkpointer(tmp_path).steps()
+    ckpt.close()  # reported once
+    shutil.rmtree(tmp_path / renamed)
+
+
+def test_a_save_short_of_space_waits_for_pruned_checkpoints_to_be_deleted(tmp_path, monkeypatch):
+    ckpt = ferry.Checkpointer(tmp_path, keep_last=1)
+    ckpt.save(1, {"t": torch.ones(1000)})
+    release, done = slow_rmtree(monkeypatch)
+    ckpt.save(2, {"t": torch.ones(1000)})
+    usage = shutil.disk_usage(tmp_path)
+
+    def disk_usage(path):
+        if done.is_set():
+            return usage
+        release.set()  # the space of step 1 comes back once its deletion finishes
+        return usage._replace(free=0)
+
+    monkeypatch.setattr(checkpointer.shutil, "disk_usage", disk_usage)
+    ckpt.save(3, {"t": torch.ones(1000)})  # not "not enough disk space"
+    ckpt.close()
+    assert ["step-000000003"] == step_names(tmp_path)
 
 
 def test_a_value_saved_where_an_object_is_now_is_refused(tmp_path):

@@ -290,13 +290,17 @@ class Faults:
 
 
 def count_calls(tmp_path: Path, step: int, numel: int = 64) -> Faults:
-    """The calls one save of ``step`` makes into a folder holding two checkpoints (so it prunes one)."""
+    """The calls one save of ``step`` makes into a folder holding two checkpoints (so it prunes one).
+
+    They include those of the background thread that deletes the pruned checkpoint (``wait()`` waits for it).
+    """
     with ferry.Checkpointer(tmp_path / "count", keep_last=2) as ckpt:
         ckpt.save(step - 2, state_for(step - 2, numel))
         ckpt.save(step - 1, state_for(step - 1, numel))
         with pytest.MonkeyPatch.context() as mp:
             faults = Faults().install(mp)
             ckpt.save(step, state_for(step, numel))
+            ckpt.wait()
     return faults
 
 
@@ -339,6 +343,7 @@ def test_each_failing_call_of_a_save_leaves_the_previous_checkpoints_intact(tmp_
                 faults = Faults(operation, nth, code).install(mp)
                 try:
                     ckpt.save(step, state_for(step, numel))
+                    ckpt.wait()  # the deletion of the pruned checkpoint, in the background
                 except ferry.CheckpointError as err:  # anything else (a bare OSError) fails the test
                     failed: ferry.CheckpointError | None = err
                 else:
@@ -365,6 +370,7 @@ def test_each_failing_call_of_a_save_leaves_the_previous_checkpoints_intact(tmp_
 
             ckpt.save(step, state_for(step, numel))  # the fault is gone: saving works again
             assert [step - 1, step] == ckpt.steps()[-2:], where
+            ckpt.wait()
             assert [] == leftovers(directory), where
     assert_every_checkpoint_restores(directory, numel)
 
@@ -377,6 +383,7 @@ def test_failed_fsync_after_pruning_does_not_fail_the_committed_save(tmp_path):
         with pytest.MonkeyPatch.context() as mp:
             faults = Faults("fsync-directory", last, errno.EIO).install(mp)
             assert ckpt.path_for(3) == ckpt.save(3, state_for(3))
+            ckpt.wait()  # the fsync follows the deletion, in the background
         assert ("fsync-directory", "run") == faults.calls[-1]
         assert [2, 3] == ckpt.steps()
     assert [] == leftovers(tmp_path / "run")

@@ -12,8 +12,9 @@ Layout of ``directory``::
 A checkpoint is written under a temporary folder name, its files fsynced, then committed by one atomic rename of the
 folder and an fsync of ``directory``. So a folder named ``step-<n>`` is complete by construction; listing also
 checks the manifest and file sizes, and ``restore()`` verifies every checksum while loading. The pieces:
-``store.py`` (listing, manifests, retention), ``stateful.py`` (what can be saved in place), ``snapshot.py`` (copies
-for async saves), ``lock.py`` (one writer per directory).
+``store.py`` (listing, manifests, retention), ``pruning.py`` (deleting pruned checkpoints in the background),
+``stateful.py`` (what can be saved in place), ``snapshot.py`` (copies for async saves), ``lock.py`` (one writer per
+directory).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ferry.checkpoint import store
 from ferry.checkpoint.atomic import atomic_file, fsync_directory, temporary_name
 from ferry.checkpoint.format import load, save, verify
 from ferry.checkpoint.lock import DirectoryLock
+from ferry.checkpoint.pruning import Deleter
 from ferry.checkpoint.rng import capture_rng_state, restore_rng_state
 from ferry.checkpoint.snapshot import Snapshotter, tensor_bytes
 from ferry.checkpoint.stateful import is_stateful, load_into, state_of
@@ -127,6 +129,7 @@ class Checkpointer:
         self._snapshotter = Snapshotter()
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
         self._pending: concurrent.futures.Future[tuple[Path, CheckpointError | None]] | None = None
+        self._deleter = Deleter(self.directory)
         self._closed = False
         self._clean_leftovers()
         if handle_signals:
@@ -203,9 +206,11 @@ class Checkpointer:
         Stateful objects are saved through their state, other values as they are; tensors may be on any device.
         Before anything is written, the free disk space is checked against the size of the state. A checkpoint
         that already exists for ``step`` is replaced only after the new one is complete. Checkpoints that the
-        retention policy does not keep are deleted only after the new one has committed. The first save takes the
-        directory's write lock. With ``async_save=True`` this returns once the state is copied (the folder is
-        committed later; :meth:`wait` waits for it).
+        retention policy does not keep are pruned only after the new one has committed: renamed away at once (no
+        longer listed), then deleted by a background thread, which the next prune, :meth:`wait` and :meth:`close`
+        wait for; a folder it fails to delete is reported by a :class:`ferry.CheckpointWarning` from one of these
+        calls. The first save takes the directory's write lock. With ``async_save=True`` this returns once the
+        state is copied (the folder is committed later; :meth:`wait` waits for it).
 
         Args:
             step: The training step (an int >= 0); the folder is ``step-<step zero-padded to 9 digits>``.
@@ -232,7 +237,7 @@ class Checkpointer:
                 path=self.directory,
             )
         clean_metrics = self._check_metrics(metrics)
-        self.wait()
+        self._wait_for_save()
         self._lock.acquire()
         objects = {name: state_of(obj) for name, obj in state.items() if is_stateful(obj)}
         values = {name: obj for name, obj in state.items() if not is_stateful(obj)}
@@ -242,6 +247,7 @@ class Checkpointer:
         if not self.async_save:
             folder, not_durable = self._write(step, payload, clean_metrics)
             self._last_saved_step = step
+            self._warn_failed_deletions()
             if not_durable is not None:
                 raise not_durable
             return folder
@@ -250,15 +256,27 @@ class Checkpointer:
             self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ferry-checkpoint")
         self._pending = self._writer.submit(self._write, step, payload, clean_metrics)
         self._last_saved_step = step
+        self._warn_failed_deletions()
         return self.path_for(step)
 
     def wait(self) -> None:
-        """Wait for the async save in flight, if any.
+        """Wait for the async save in flight, if any, and for the deletion of pruned checkpoints.
+
+        Warns (:class:`ferry.CheckpointWarning`, naming the folder) about each pruned checkpoint that could not be
+        deleted.
 
         Raises:
             CheckpointError: that save failed (the previous checkpoints are untouched), or it committed but its
                 durability is not confirmed (as in :meth:`save`).
         """
+        try:
+            self._wait_for_save()
+        finally:
+            self._deleter.join()
+            self._warn_failed_deletions()
+
+    def _wait_for_save(self) -> None:
+        """Wait for the async save in flight, if any; raise its error."""
         pending, self._pending = self._pending, None
         if pending is not None:
             try:
@@ -270,7 +288,9 @@ class Checkpointer:
                 raise not_durable
 
     def close(self) -> None:
-        """Finish the async save in flight, release the directory lock and restore the signal handlers.
+        """Finish the async save in flight and the deletion of pruned checkpoints; release the lock and the signals.
+
+        Restores the signal handlers that ``handle_signals=True`` replaced.
 
         Raises:
             CheckpointError: the async save in flight failed.
@@ -318,6 +338,9 @@ class Checkpointer:
     def _check_space(self, step: int, payload: Any) -> None:
         needed = tensor_bytes(payload) + _SLACK
         free = shutil.disk_usage(self.directory).free
+        if needed > free and self._deleter.busy:  # pruned checkpoints are still being deleted: wait for their space
+            self._deleter.join()
+            free = shutil.disk_usage(self.directory).free
         if needed > free:
             raise CheckpointError(
                 f"not enough disk space to save step {step} in {str(self.directory)!r}: the checkpoint needs about "
@@ -436,15 +459,26 @@ class Checkpointer:
             return error
 
     def _prune(self, *, keep: Path) -> None:
-        """Delete the complete checkpoints the retention policy does not keep (never ``keep``, just saved)."""
-        for folder, reasons in self.policy.reasons(self._checkpoints()).items():
-            if not reasons and folder != keep:
-                with contextlib.suppress(OSError):
-                    store.remove_checkpoint(folder)
-        # The new checkpoint is committed and durable already; a failed fsync here can only make a deletion
-        # not durable (the folder may come back after a power cut, as a temporary that the next start removes).
-        with contextlib.suppress(OSError):
-            fsync_directory(self.directory)
+        """Retire the complete checkpoints the retention policy does not keep; a background thread deletes them.
+
+        Never ``keep`` (just saved); the policy always keeps the newest and the best. See pruning.py.
+        """
+        reasons = self.policy.reasons(self._checkpoints())
+        self._deleter.delete([folder for folder, why in reasons.items() if not why and folder != keep])
+
+    def _warn_failed_deletions(self) -> None:
+        """Warn, in the caller's thread, about each pruned checkpoint the background thread could not delete."""
+        for failed in self._deleter.failures():
+            error = failed.error
+            why = error.strerror if isinstance(error, OSError) else None
+            why = why or f"{type(error).__name__}: {error}"
+            warnings.warn(
+                f"pruning could not delete the old checkpoint {str(failed.folder)!r}: {why}. It no longer counts as a "
+                f"checkpoint (it was renamed to {failed.renamed.name!r}), but what is left of it takes disk space; "
+                f"delete {str(failed.renamed)!r}, or run `ferry ckpt gc {self.directory}` once this process ends.",
+                CheckpointWarning,
+                stacklevel=3,
+            )
 
     def _clean_leftovers(self) -> None:
         """Remove temporary folders of crashed saves (of processes no longer alive); restore parked checkpoints."""

@@ -1,7 +1,7 @@
 """A run directory on disk: its checkpoint folders, their manifests, and which ones the retention policy keeps.
 
 Shared by the :class:`ferry.Checkpointer` (which writes) and ``ferry ckpt`` (which lists, verifies and collects).
-Nothing here writes except :func:`remove_checkpoint`.
+Nothing here writes except :func:`retire_checkpoint` and :func:`remove_checkpoint`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ __all__ = [
     "pid_alive",
     "read_manifest",
     "remove_checkpoint",
+    "retire_checkpoint",
     "scan",
     "stale_temporaries",
     "step_folder",
@@ -151,14 +152,27 @@ def stale_temporaries(directory: Path) -> list[Path]:
     return sorted(stale)
 
 
-def remove_checkpoint(folder: Path) -> None:
-    """Delete a checkpoint folder: rename it to a temporary name (atomic), then delete that.
+def retire_checkpoint(folder: Path) -> Path:
+    """Rename a checkpoint folder to a temporary name (atomic): it stops being a checkpoint. Returns the new name.
 
-    A crash mid-delete leaves a temporary folder (removed by the next start), never a half-deleted ``step-<n>``.
+    The renamed folder is what is left to delete; a crash before that leaves a temporary folder, which the next
+    start removes, never a half-deleted ``step-<n>``.
+
+    Raises:
+        OSError: the rename failed; ``folder`` is unchanged.
     """
     doomed = temporary_name(folder)
     os.replace(folder, doomed)
-    shutil.rmtree(doomed, ignore_errors=True)
+    return doomed
+
+
+def remove_checkpoint(folder: Path) -> None:
+    """Delete a checkpoint folder: :func:`retire_checkpoint`, then delete the renamed folder.
+
+    Raises:
+        OSError: the rename failed; ``folder`` is unchanged.
+    """
+    shutil.rmtree(retire_checkpoint(folder), ignore_errors=True)
 
 
 @dataclass(frozen=True)
