@@ -1,7 +1,9 @@
-"""What both benchmarks record about the machine and the libraries they ran with."""
+"""What the benchmarks share: the machine and library record, the --device and --json options."""
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import platform
 from importlib.metadata import PackageNotFoundError, version
@@ -34,3 +36,33 @@ def machine() -> dict[str, Any]:
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
     return info
+
+
+def add_common_arguments(parser: argparse.ArgumentParser, *, device_use: str) -> None:
+    """Add ``--device`` (``device_use``: its help, what the device is for) and ``--json PATH``."""
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default=None,
+        help=f"{device_use} (default: cuda when a GPU is present, else cpu)",
+    )
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the figures here")
+
+
+def chosen_device(parser: argparse.ArgumentParser, args: argparse.Namespace) -> torch.device:
+    """The device ``--device`` names (cuda: the current one); without it, cuda when torch sees a GPU, else cpu.
+
+    Exits with status 2 and a message when ``--device cuda`` is asked for on a machine without a GPU.
+    """
+    if (args.device or ("cuda" if torch.cuda.is_available() else "cpu")) == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        parser.exit(2, "--device cuda: torch sees no CUDA GPU on this machine. Run with --device cpu.\n")
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+def write_json(report: dict[str, Any], path: Path | None) -> None:
+    """Write ``report`` to ``path`` (the ``--json`` option) as indented JSON; nothing when ``path`` is None."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2) + "\n")

@@ -32,7 +32,6 @@ import argparse
 import contextlib
 import datetime
 import gc
-import json
 import os
 import shutil
 import signal
@@ -249,18 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="~8 MiB state, to check the script runs")
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds per method; the median counts (default 3)")
     parser.add_argument("--warmup", type=int, default=1, help="uncounted rounds before the timed ones (default 1)")
-    parser.add_argument("--device", default=None, help="where the state lives: cpu or cuda (default: cuda if present)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: a temp folder under build/)")
-    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the figures here")
+    _machine.add_common_arguments(parser, device_use="where the state lives: cpu or cuda")
     args = parser.parse_args(argv)
 
-    device_type = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device_type not in ("cpu", "cuda"):
-        parser.error(f"--device {device_type!r}: choose cpu or cuda")
-    if device_type == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: torch sees no CUDA GPU on this machine. Run with --device cpu.", file=sys.stderr)
-        return 2
-    device = torch.device("cuda", torch.cuda.current_device()) if device_type == "cuda" else torch.device("cpu")
+    device = _machine.chosen_device(parser, args)
 
     size_bytes = int((8 / 1024 if args.quick else args.size_gib) * 2**30)
     model = {name: t.to(device) for name, t in make_state_dict(size_bytes).items()}
@@ -297,9 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(OSError):
                 parent.rmdir()  # only if empty: build/ may hold other things
     print_markdown(report)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    _machine.write_json(report, args.json)
     return 0
 
 

@@ -45,7 +45,6 @@ import contextlib
 import ctypes
 import datetime
 import gc
-import json
 import math
 import mmap
 import os
@@ -491,7 +490,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="~8 MiB state_dict, to check the script runs")
     parser.add_argument("--repeat", type=int, default=3, help="runs per method; the median counts (default 3)")
     parser.add_argument("--warmup", type=int, default=1, help="uncounted rounds before the timed ones (default 1)")
-    parser.add_argument("--device", default=None, help="load target: cpu or cuda (default: cuda if present, else cpu)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: a temp folder under build/)")
     parser.add_argument(
         "--cache",
@@ -499,16 +497,10 @@ def main(argv: list[str] | None = None) -> int:
         default="cold",
         help="before each load: cold evicts the file (default), drop drops the whole page cache (root), warm nothing",
     )
-    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the figures here")
+    _machine.add_common_arguments(parser, device_use="load target: cpu or cuda")
     args = parser.parse_args(argv)
 
-    device_type = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device_type not in ("cpu", "cuda"):
-        parser.error(f"--device {device_type!r}: choose cpu or cuda")
-    if device_type == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: torch sees no CUDA GPU on this machine. Run with --device cpu.", file=sys.stderr)
-        return 2
-    device = torch.device("cuda", torch.cuda.current_device()) if device_type == "cuda" else torch.device("cpu")
+    device = _machine.chosen_device(parser, args)
 
     if device.type == "cuda":
         torch.zeros(1, device=device)  # create the CUDA context now, not inside the first timed load
@@ -545,9 +537,7 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(OSError):
                 parent.rmdir()  # only if empty: build/ may hold other things
     print_markdown(report)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    _machine.write_json(report, args.json)
     return 0
 
 

@@ -22,12 +22,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
-import json
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import _machine
@@ -231,19 +229,13 @@ def print_markdown(report: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when a GPU is present, else cpu)")
     parser.add_argument("--repeat", type=int, default=None, help="timed rounds per walker (default 25; quick 3)")
     parser.add_argument("--number", type=int, default=None, help="calls per round (default 100; quick 5)")
     parser.add_argument("--quick", action="store_true", help="a few calls only, to check the script runs")
-    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the figures here")
+    _machine.add_common_arguments(parser, device_use="cpu, or cuda to add the GPU cases")
     args = parser.parse_args(argv)
 
-    device_type = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device_type not in ("cpu", "cuda"):
-        parser.error(f"--device {device_type!r}: choose cpu or cuda")
-    if device_type == "cuda" and not torch.cuda.is_available():
-        print("--device cuda: torch sees no CUDA GPU on this machine. Run with --device cpu.", file=sys.stderr)
-        return 2
+    device = _machine.chosen_device(parser, args)
     repeat = args.repeat or (3 if args.quick else 25)
     number = args.number or (5 if args.quick else 100)
     warmup = 3 if args.quick else 50
@@ -252,8 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     batch = make_batch()
     tensors = leaves(batch)
     cases: list[tuple[str, Any, torch.device, bool]] = [("cpu->cpu", batch, torch.device("cpu"), False)]
-    if device_type == "cuda":
-        cuda = torch.device("cuda", torch.cuda.current_device())
+    if device.type == "cuda":
+        cuda = device
         # The cuda->cuda batch is the cpu batch moved with plain .to() (no walker), so every walker starts equal.
         gpu_batch = {
             "features": {k: v.to(cuda) for k, v in batch["features"].items()},
@@ -284,9 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         "cases": [bench_case(label, b, d, nb, repeat, number, warmup) for label, b, d, nb in cases],
     }
     print_markdown(report)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    _machine.write_json(report, args.json)
     return 0
 
 
