@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ckpt": ("ckpt", "list, inspect, verify, diff, convert and garbage-collect checkpoints"),
     "demo": ("demo", "train an MLP on the bundled digits data with checkpoints and resume"),
     "env": ("env", "show the devices ferry sees, with torch, CUDA and Python versions"),
+    "lint": ("lint", "find PyTorch device bugs in Python files and notebooks, and fix the safe ones"),
 }
 
 

@@ -12,6 +12,7 @@ Built once per file by the engine; everything is computed lazily and cached, so 
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from functools import cached_property
@@ -49,6 +50,8 @@ def dotted(node: ast.AST) -> str | None:
         return ".".join(reversed(parts))
     return None
 
+
+_AST_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta", "mtia"})
 _DEVICE_WORDS = ("cuda", "gpu", "device", "mps", "accelerator", "xpu")
@@ -129,8 +132,26 @@ class FileContext:
         return None
 
     def segment(self, node: ast.AST) -> str:
-        """The exact source text of ``node``."""
-        return ast.get_source_segment(self.source, node) or ""
+        """The exact source text of ``node`` (what ``ast.get_source_segment`` gives, without re-splitting the file)."""
+        line: int | None = getattr(node, "lineno", None)
+        end_line: int | None = getattr(node, "end_lineno", None)
+        col: int | None = getattr(node, "col_offset", None)
+        end_col: int | None = getattr(node, "end_col_offset", None)
+        if line is None or end_line is None or col is None or end_col is None:
+            return ""
+        lines = self._ast_lines
+        if not 1 <= line <= end_line <= len(lines):
+            return ast.get_source_segment(self.source, node) or ""
+        if line == end_line:
+            return lines[line - 1].encode()[col:end_col].decode()
+        first = lines[line - 1].encode()[col:].decode()
+        last = lines[end_line - 1].encode()[:end_col].decode()
+        return "".join([first, *lines[line : end_line - 1], last])
+
+    @cached_property
+    def _ast_lines(self) -> list[str]:
+        """The source split as ``ast`` counts lines: at LF, CRLF and CR only (not form feeds), ends kept."""
+        return _AST_LINE.findall(self.source)
 
     # -- names ------------------------------------------------------------------------------------------------
 
@@ -192,17 +213,50 @@ class FileContext:
         ``args.cuda = not args.no_cuda and ...``), or compares a device's type or name (``device.type == "cuda"``,
         ``"cuda" in device``).
         """
+        deciding = self._deciding_names
         for sub in ast.walk(test):
             if isinstance(sub, ast.Call) and self.call_name(sub) in AVAILABILITY_CHECKS:
                 return True
             if isinstance(sub, ast.Compare) and _about_devices(sub):
                 return True  # `device.type == "cuda"`, `"cuda" in str(device)`, `n_gpu > 0`: a decision on devices
             name = dotted(sub) if isinstance(sub, ast.Name | ast.Attribute) else None
-            if name and name not in _seen:
-                for value in self.kinds.assigned_values(name):
-                    if self.mentions_availability(value, _seen | {name}):
-                        return True
+            if name and name not in _seen and name in deciding:
+                return True
         return False
+
+    def _decides(self, node: ast.Call | ast.Compare) -> bool:
+        if isinstance(node, ast.Call):
+            return self.call_name(node) in AVAILABILITY_CHECKS
+        return _about_devices(node)
+
+    @cached_property
+    def _deciding_names(self) -> frozenset[str]:
+        """The names :meth:`mentions_availability` follows to a check: bound to one, directly or through names.
+
+        One pass over the assigned values, then a walk back along "is bound to a value naming" edges, so a file
+        with long chains of names costs linear time rather than one walk per path.
+        """
+        users: dict[str, set[str]] = defaultdict(set)  # name -> the names whose values mention it
+        found: list[str] = []
+        for name, values in self.kinds.values.items():
+            direct = False
+            for value in values:
+                for sub in ast.walk(value):
+                    if isinstance(sub, ast.Call | ast.Compare) and self._decides(sub):
+                        direct = True
+                    elif isinstance(sub, ast.Name | ast.Attribute):
+                        mentioned = dotted(sub)
+                        if mentioned and mentioned != name:
+                            users[mentioned].add(name)
+            if direct:
+                found.append(name)
+        deciding = set(found)
+        while found:
+            for user in users.get(found.pop(), ()):
+                if user not in deciding:
+                    deciding.add(user)
+                    found.append(user)
+        return frozenset(deciding)
 
     def cuda_guarded(self, node: ast.AST) -> bool:
         """Whether ``node`` runs only after a check that CUDA (or an accelerator) is available.

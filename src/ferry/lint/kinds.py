@@ -290,13 +290,13 @@ class KindInference:
             *ctx.nodes(ast.FunctionDef),
             *ctx.nodes(ast.AsyncFunctionDef),
         ]
+        for cls in ctx.nodes(ast.ClassDef):  # before the parameters: `self` of an nn.Module method is a module
+            self.classes.setdefault(cls.name, cls)
+            self.bindings[self.scope_of(cls)][cls.name].append((_pos(cls), ("none",)))
         for func in funcs:
             self.functions[func.name].append(func)
             self.bindings[self.scope_of(func)][func.name].append((_pos(func), ("none",)))
             self._bind_parameters(func)
-        for cls in ctx.nodes(ast.ClassDef):
-            self.classes.setdefault(cls.name, cls)
-            self.bindings[self.scope_of(cls)][cls.name].append((_pos(cls), ("none",)))
         for call in ctx.nodes(ast.Call):  # self.register_buffer("name", tensor) makes self.name a tensor
             callee = call.func
             if (

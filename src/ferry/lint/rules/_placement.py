@@ -1,0 +1,647 @@
+"""Where values live: a small device-flow analysis shared by FRY006, FRY007 and FRY011.
+
+Not a rule. Per function (and for the module's top level), statement by statement, it tracks for each name whether
+it holds a value on the **host** (CPU) or on the **chosen device**, and reports three mistakes:
+
+- ``FRY006`` input-on-other-device: a module moved to the device is called with a tensor that stayed on the host,
+  or a device tensor and a host tensor meet in arithmetic or a comparison;
+- ``FRY007`` module-never-moved: a module built here and never moved is called with an input moved to the device;
+- ``FRY011`` loss-on-other-device: a loss gets a device tensor and a host target, or a loss built with a host
+  ``weight=`` and never moved gets device tensors.
+
+Host values: tensors made by torch factories without ``device=`` (``torch.randn``, ``torch.tensor(data)``,
+``torch.from_numpy``, ...), what ``.cpu()`` gives, modules built from ``torch.nn`` classes, ``torchvision.models``
+builders, ``timm.create_model`` and ``nn.Module`` subclasses of the file. Device values: ``.to(device)``,
+``.cuda()``, factories with ``device=``, outputs of modules on the device. "The device" is any accelerator or a
+device chosen at run time (``torch.device("cuda" if torch.cuda.is_available() else "cpu")``, a name such as
+``device`` or ``args.device``): code that only works when that choice is the CPU is the bug. Operations follow their
+inputs; ``if``/``else`` branches merge (a move under ``if torch.cuda.is_available():`` counts as a move to the
+device), loop bodies are read twice so values carried from one iteration to the next are merged.
+
+Everything else is unknown, and unknown values are never reported: function parameters, results of calls the
+analysis does not know, loader batches, values passed through ``with`` blocks of unknown context managers, files that
+call ``torch.set_default_device``. Modules passed to a function, stored elsewhere, or given an attribute become
+unknown too, since the function may move them. A host tensor that may be zero-dimensional (``torch.tensor(2.0)``, a
+reduction, an element) combines with device tensors without error and is not reported in arithmetic.
+
+The analysis is split in four modules: this one (scopes, statements, expressions, reports),
+:mod:`~ferry.lint.rules._placement_calls` (calls, and the three rules' checks),
+:mod:`~ferry.lint.rules._placement_devices` (device expressions) and :mod:`~ferry.lint.rules._placement_values`
+(what is known of a value, branch merges, tables of PyTorch names).
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from contextlib import suppress
+from dataclasses import dataclass, replace
+
+from ferry.lint.context import FileContext, dotted
+from ferry.lint.kinds import TENSOR_CLASSES
+from ferry.lint.rules._placement_calls import CallsMixin
+from ferry.lint.rules._placement_values import (
+    DEVICE,
+    HARMLESS_CONTEXTS,
+    HOST,
+    NOT_TENSOR_ATTRIBUTES,
+    NUMBER,
+    OTHER,
+    SAME_DEVICE_ATTRIBUTES,
+    STRING,
+    TENSORISH,
+    UNKNOWN,
+    Val,
+    agree,
+    join,
+    line,
+    merge,
+    short,
+)
+
+__all__ = ["Report", "reports"]
+
+_ORDERINGS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+@dataclass(frozen=True)
+class Report:
+    """One finding of the analysis: the rule's code, where to report it, and the message."""
+
+    code: str
+    node: ast.AST
+    message: str
+
+
+_CACHE: weakref.WeakKeyDictionary[FileContext, list[Report]] = weakref.WeakKeyDictionary()
+
+
+def reports(ctx: FileContext, code: str) -> list[Report]:
+    """The findings of rule ``code`` in the file; the analysis runs once per file for all three rules."""
+    found = _CACHE.get(ctx)
+    if found is None:
+        found = _Flow(ctx).run() if _may_report(ctx.source) else []
+        _CACHE[ctx] = found
+    return [r for r in found if r.code == code]
+
+
+def _may_report(source: str) -> bool:
+    """Whether ``source`` can hold a finding: every one needs torch and a value put on a device."""
+    return "torch" in source and any(word in source for word in _DEVICE_WORDS)
+
+
+_DEVICE_WORDS = (".to(", "cuda", "device", "xpu", "mps", "npu", "hpu")
+
+
+class _Flow(CallsMixin):
+    """Runs the analysis over one file."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.found: dict[tuple[str, int], Report] = {}
+        self.env: dict[str, Val] = {}
+        self.excluded: frozenset[str] = frozenset()
+        self.scope: ast.AST = ctx.tree
+        self.silent = 0
+        self.loop_depth = 0
+        self.strange_context = 0
+        self.default_device_set = "set_default_device" in ctx.source or "set_default_tensor_type" in ctx.source
+        self._moved: dict[ast.AST, set[str]] = {}
+        self._escaped: dict[ast.AST, set[str]] = {}
+        self._classes: dict[str, tuple[bool | None, bool]] = {}
+        self._available: dict[ast.AST, bool] = {}
+        self._busy: set[str] = set()
+        self._globals: set[str] | None = None
+        self._owners: set[str] = set()  # the heads of the dotted names bound in this scope (`self` of `self.x`)
+
+    # -- scopes -----------------------------------------------------------------------------------------------
+
+    def run(self) -> list[Report]:
+        tree = self.ctx.tree
+        self._scope(tree, tree.body, {}, frozenset(self.global_names()))
+        declared: dict[ast.AST | None, set[str]] = {}
+        statements: list[ast.Global | ast.Nonlocal] = [*self.ctx.nodes(ast.Global), *self.ctx.nodes(ast.Nonlocal)]
+        for statement in statements:
+            declared.setdefault(self.ctx.enclosing_function(statement), set()).update(statement.names)
+        functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
+            *self.ctx.nodes(ast.FunctionDef),
+            *self.ctx.nodes(ast.AsyncFunctionDef),
+        ]
+        for func in functions:
+            params: dict[str, Val] = {}
+            args = func.args
+            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                if arg is not None:
+                    params[arg.arg] = self._parameter(arg)
+            self._scope(func, func.body, params, frozenset(declared.get(func, ())))
+        return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
+
+    def _scope(self, scope: ast.AST, body: list[ast.stmt], params: dict[str, Val], excluded: frozenset[str]) -> None:
+        self.scope, self.env, self.excluded = scope, dict(params), excluded
+        self.silent = self.loop_depth = self.strange_context = 0
+        self._owners = set()
+        with suppress(RecursionError):  # absurdly nested code: stop reading this scope
+            self._block(body)
+
+    def _parameter(self, arg: ast.arg) -> Val:
+        if arg.annotation is not None:
+            full = self.ctx.qualname(arg.annotation)
+            if full in TENSOR_CLASSES or full == "Tensor":
+                return Val("tensor")
+        return UNKNOWN
+
+    def global_names(self) -> set[str]:
+        """Names some function declares ``global``: assignments anywhere may change them."""
+        if self._globals is None:
+            self._globals = {name for node in self.ctx.nodes(ast.Global) for name in node.names}
+        return self._globals
+
+    # -- statements -------------------------------------------------------------------------------------------
+
+    def _block(self, body: list[ast.stmt]) -> bool:
+        """Run the statements; ``True`` when the block always leaves (return, raise, break, continue)."""
+        return any(self._stmt(stmt) for stmt in body)
+
+    def _stmt(self, stmt: ast.stmt) -> bool:
+        if isinstance(stmt, ast.Expr):
+            self.ev(stmt.value, top=True)
+        elif isinstance(stmt, ast.Assign):
+            val = self.ev(stmt.value)
+            for target in stmt.targets:
+                self.bind(target, val, stmt, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is not None:
+                self.bind(stmt.target, self.ev(stmt.value), stmt, stmt.value)
+        elif isinstance(stmt, ast.AugAssign):
+            self._augmented(stmt)
+        elif isinstance(stmt, ast.Return | ast.Raise):
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self.ev(child)
+            return True
+        elif isinstance(stmt, ast.Break | ast.Continue):
+            return True
+        elif isinstance(stmt, ast.If):
+            return self._if(stmt)
+        elif isinstance(stmt, ast.For | ast.AsyncFor | ast.While):
+            self._loop(stmt)
+        elif isinstance(stmt, ast.With | ast.AsyncWith):
+            return self._with(stmt)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            return self._try(stmt)  # type: ignore[arg-type]
+        elif isinstance(stmt, ast.Match):
+            self._match(stmt)
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            self._forget(stmt.name)
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            for alias in stmt.names:  # an import is a path to functions, not a value
+                imported = (alias.asname or alias.name).split(".")[0]
+                self.env.pop(imported, None)
+                self.drop_below(imported)
+        elif isinstance(stmt, ast.Delete):
+            for target in stmt.targets:
+                deleted = dotted(target)
+                if deleted is not None:
+                    self._forget(deleted)
+        elif isinstance(stmt, ast.Assert):
+            self.ev(stmt.test)
+        return False
+
+    def _forget(self, name: str) -> None:
+        self.env[name] = UNKNOWN
+        self.drop_below(name)
+
+    def drop_below(self, name: str) -> None:
+        """Forget ``name.x``, ``name.x.y``, ... (``name`` was rebound)."""
+        if name not in self._owners:  # no dotted name under it was ever bound in this scope
+            return
+        prefix = name + "."
+        for key in [k for k in self.env if k.startswith(prefix)]:
+            del self.env[key]
+
+    def own(self, name: str) -> None:
+        """Note the heads of a dotted name now bound (``a`` and ``a.b`` for ``a.b.c``), for :meth:`drop_below`."""
+        head, dot, rest = name.partition(".")
+        while dot:
+            self._owners.add(head)
+            part, dot, rest = rest.partition(".")
+            head = f"{head}.{part}"
+
+    def _available_test(self, test: ast.AST) -> bool:
+        if test not in self._available:
+            self._available[test] = self.ctx.mentions_availability(test)
+        return self._available[test]
+
+    def _if(self, stmt: ast.If) -> bool:
+        self.ev(stmt.test)
+        before = self.env
+        self.env = dict(before)
+        body_leaves = self._block(stmt.body)
+        after_body = self.env
+        self.env = dict(before)
+        else_leaves = self._block(stmt.orelse)
+        after_else = self.env
+        if body_leaves and else_leaves:
+            return True
+        if body_leaves:
+            self.env = after_else
+        elif else_leaves:
+            self.env = after_body
+        else:
+            self.env = merge(after_body, after_else, lambda: self._available_test(stmt.test))
+        return False
+
+    def _loop(self, stmt: ast.For | ast.AsyncFor | ast.While) -> None:
+        element = None
+        if isinstance(stmt, ast.For | ast.AsyncFor):
+            element = self._element(stmt.iter, self.ev(stmt.iter))
+        before = dict(self.env)
+        if self.loop_depth >= 3:  # deep nests: forget what the body rebinds instead of reading it twice
+            entry = dict(before)
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Store):
+                    name = dotted(node)
+                    if name is not None and name in entry:
+                        entry[name] = UNKNOWN
+        else:
+            self.silent += 1
+            self._loop_body(stmt, element)
+            self.silent -= 1
+            entry = merge(before, self.env)
+        self.env = dict(entry)
+        self._loop_body(stmt, element)
+        self.env = merge(entry, self.env)
+        self._block(stmt.orelse)
+
+    def _loop_body(self, stmt: ast.For | ast.AsyncFor | ast.While, element: Val | None) -> None:
+        self.loop_depth += 1
+        if isinstance(stmt, ast.While):
+            self.ev(stmt.test)
+        else:
+            self.bind(stmt.target, element or UNKNOWN, None, None)
+        self._block(stmt.body)
+        self.loop_depth -= 1
+
+    def _with(self, stmt: ast.With | ast.AsyncWith) -> bool:
+        strange = False
+        for item in stmt.items:
+            self.ev(item.context_expr)
+            expr = item.context_expr
+            full = self.ctx.qualname(expr.func if isinstance(expr, ast.Call) else expr)
+            if full not in HARMLESS_CONTEXTS:
+                strange = True
+            if item.optional_vars is not None:
+                self.bind(item.optional_vars, UNKNOWN, None, None)
+        self.strange_context += strange
+        leaves = self._block(stmt.body)
+        self.strange_context -= strange
+        return leaves
+
+    def _try(self, stmt: ast.Try) -> bool:
+        before = dict(self.env)
+        leaves = self._block(stmt.body) or self._block(stmt.orelse)
+        after_body = self.env
+        alive = [] if leaves else [after_body]
+        for handler in stmt.handlers:
+            self.env = merge(before, after_body)
+            if handler.name:
+                self._forget(handler.name)
+            if not self._block(handler.body):
+                alive.append(self.env)
+        if alive:
+            self.env = alive[0]
+            for other in alive[1:]:
+                self.env = merge(self.env, other)
+        else:
+            self.env = after_body
+        return self._block(stmt.finalbody) or not alive
+
+    def _match(self, stmt: ast.Match) -> None:
+        self.ev(stmt.subject)
+        before = self.env
+        merged = dict(before)
+        for case in stmt.cases:
+            self.env = dict(before)
+            for node in ast.walk(case.pattern):
+                for name in (getattr(node, "name", None), getattr(node, "rest", None)):
+                    if isinstance(name, str):
+                        self._forget(name)
+            self._block(case.body)
+            merged = merge(merged, self.env)
+        self.env = merged
+
+    def _augmented(self, stmt: ast.AugAssign) -> None:
+        left = self.ev(stmt.target)
+        right = self.ev(stmt.value)
+        if self._mixes(stmt, left, right, stmt.target, stmt.value):
+            return  # the statement fails: the target keeps its value (and stays reported in the next iteration)
+        val = self._arith(stmt, left, right, stmt.target, stmt.value)
+        if isinstance(stmt.target, ast.Name):
+            self.bind(stmt.target, val, stmt, None)
+        elif isinstance(stmt.target, ast.Attribute):
+            self.bind(stmt.target, UNKNOWN, None, None)
+
+    def bind(self, target: ast.AST, val: Val, stmt: ast.stmt | None, value: ast.expr | None) -> None:
+        """Bind ``target`` to ``val`` (``stmt``: the binding statement, ``value``: the expression assigned)."""
+        if isinstance(target, ast.Tuple | ast.List):
+            for i, item in enumerate(target.elts):
+                if isinstance(item, ast.Starred) or any(isinstance(e, ast.Starred) for e in target.elts):
+                    part = UNKNOWN if val.what == "tuple" else self._element(None, val)
+                    self.bind(item.value if isinstance(item, ast.Starred) else item, part, stmt, None)
+                elif val.what == "tuple":
+                    self.bind(item, val.items[i] if i < len(val.items) else UNKNOWN, stmt, None)
+                else:
+                    self.bind(item, self._element(None, val), stmt, None)
+            return
+        if isinstance(target, ast.Subscript):
+            owner = dotted(target.value)
+            if owner is not None and owner in self.env and self.env[owner].what in ("seq", "dict", "tuple"):
+                self.env[owner] = UNKNOWN
+            return
+        name = dotted(target)
+        if name is None or name.split(".")[0] in self.excluded:
+            return
+        if isinstance(target, ast.Attribute):  # a new attribute: the owner may now hold a tensor or module elsewhere
+            owner = dotted(target.value)
+            if owner is not None and owner in self.env and self.env[owner].what != "unknown":
+                self.env[owner] = replace(self.env[owner], where=None, fresh=False)
+        if val.what == "module" and val.name is not None and val.name != name:
+            val = replace(val, fresh=False)  # an alias: moving either name moves both
+        if val.what in ("unknown", "str") and value is not None and self.may_be_device(value):
+            where = self.device_where(value)
+            if where is not None:
+                val = Val("device", where, dev=self.segment(value))
+            elif isinstance(value, ast.Attribute) and value.attr == "device":
+                val = Val("device")  # a device, but not one this analysis knows
+        origin: ast.stmt | None
+        if val.what in ("module", "any") and val.origin is not None:
+            origin = val.origin
+        else:
+            origin = stmt if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign) else None
+        self.env[name] = replace(val, origin=origin, name=name)
+        self.drop_below(name)
+        self.own(name)
+
+    # -- expressions ------------------------------------------------------------------------------------------
+
+    def ev(self, node: ast.expr, top: bool = False) -> Val:
+        """Evaluate ``node`` in the current environment, reporting what it finds on the way.
+
+        ``top``: the expression is a statement of its own (``m.to(device)`` alone moves ``m`` in place).
+        """
+        if isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, bool) or value is None:
+                return OTHER
+            if isinstance(value, int | float | complex):
+                return NUMBER
+            return STRING if isinstance(value, str) else OTHER
+        if isinstance(node, ast.Name | ast.Attribute):
+            return self._name(node)
+        if isinstance(node, ast.Call):
+            return self.call(node, top)
+        if isinstance(node, ast.BinOp):
+            return self._arith(node, self.ev(node.left), self.ev(node.right), node.left, node.right)
+        if isinstance(node, ast.Compare):
+            return self._compare(node)
+        if isinstance(node, ast.UnaryOp):
+            val = self.ev(node.operand)
+            return OTHER if isinstance(node.op, ast.Not) else val
+        if isinstance(node, ast.BoolOp):
+            self.ev(node.values[0])
+            before = self.env
+            self.env = dict(before)
+            for operand in node.values[1:]:
+                self.ev(operand)
+            self.env = merge(before, self.env, lambda: self._available_test(node.values[0]))
+            return UNKNOWN
+        if isinstance(node, ast.IfExp):
+            return self._if_expression(node, top)
+        if isinstance(node, ast.Subscript):
+            return self._subscript(node)
+        if isinstance(node, ast.Tuple):
+            items = tuple(self.ev(e) for e in node.elts)
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                return Val("seq")
+            return Val("tuple", items=items)
+        if isinstance(node, ast.List | ast.Set):
+            return Val("seq", element=agree(self.ev(e) for e in node.elts))
+        if isinstance(node, ast.Dict):
+            for key in node.keys:
+                if key is not None:
+                    self.ev(key)
+            values = [self.ev(v) for v in node.values]
+            if any(key is None for key in node.keys):
+                return Val("dict")
+            return Val("dict", element=agree(values))
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            return self._comprehension(node)
+        if isinstance(node, ast.NamedExpr):
+            val = self.ev(node.value)
+            self.bind(node.target, val, None, node.value)
+            return val
+        if isinstance(node, ast.Lambda):
+            return OTHER
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.ev(child)
+        return STRING if isinstance(node, ast.JoinedStr) else UNKNOWN
+
+    def _name(self, node: ast.Name | ast.Attribute) -> Val:
+        name = dotted(node)
+        if name is not None:
+            if name in self.env:
+                return self.env[name]
+            if name.split(".")[0] in self.excluded:
+                return UNKNOWN
+        if isinstance(node, ast.Attribute):
+            owner = self.ev(node.value)
+            if owner.what in (*TENSORISH, "any", "module") and node.attr == "device":
+                return Val("device", owner.where, dev=self.segment(node))
+            if owner.what in TENSORISH:
+                if node.attr in NOT_TENSOR_ATTRIBUTES:
+                    return OTHER
+                if owner.what == "output" or node.attr in SAME_DEVICE_ATTRIBUTES:
+                    return replace(owner, what=owner.what if owner.what == "output" else "tensor")
+        return UNKNOWN
+
+    def _if_expression(self, node: ast.IfExp, top: bool) -> Val:
+        self.ev(node.test)
+        before = self.env
+        self.env = dict(before)
+        body = self.ev(node.body, top=top)
+        after_body = self.env
+        self.env = dict(before)
+        orelse = self.ev(node.orelse, top=top)
+
+        def available() -> bool:
+            return self._available_test(node.test)
+
+        self.env = merge(after_body, self.env, available)
+        return join(body, orelse, available)
+
+    def _subscript(self, node: ast.Subscript) -> Val:
+        owner = self.ev(node.value)
+        index = self.ev(node.slice)
+        if owner.what in TENSORISH:
+            keeps_rank = (
+                isinstance(node.slice, ast.Slice)
+                or (isinstance(node.slice, ast.Constant) and node.slice.value is None)
+                or (
+                    isinstance(node.slice, ast.Tuple)
+                    and any(
+                        isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and e.value is None)
+                        for e in node.slice.elts
+                    )
+                )
+                or index.what == "seq"
+                or (index.what in TENSORISH and not index.scalar)
+            )
+            return replace(owner, what="tensor", scalar=owner.scalar or not keeps_rank)
+        if owner.what == "tuple":
+            if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+                i = node.slice.value
+                return owner.items[i] if -len(owner.items) <= i < len(owner.items) else UNKNOWN
+            return UNKNOWN
+        if owner.what in ("seq", "dict"):
+            if isinstance(node.slice, ast.Slice):
+                return owner
+            return owner.element or UNKNOWN
+        return UNKNOWN
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> Val:
+        before = self.env
+        self.env = dict(before)
+        for gen in node.generators:
+            element = self._element(gen.iter, self.ev(gen.iter))
+            self.bind(gen.target, element, None, None)
+            for test in gen.ifs:
+                self.ev(test)
+        if isinstance(node, ast.DictComp):
+            self.ev(node.key)
+            val = Val("dict", element=self.ev(node.value))
+        else:
+            val = Val("seq", element=self.ev(node.elt))
+        self.env = before
+        return val
+
+    def _element(self, iterable: ast.expr | None, val: Val) -> Val:
+        """What iterating over ``iterable`` (of value ``val``) gives."""
+        if isinstance(iterable, ast.Call):
+            name = self.ctx.call_name(iterable)
+            args = iterable.args
+            if name == "enumerate" and args:
+                return Val("tuple", items=(NUMBER, self._element(args[0], self._peek(args[0]))))
+            if name == "zip" and args and not any(isinstance(a, ast.Starred) for a in args):
+                return Val("tuple", items=tuple(self._element(a, self._peek(a)) for a in args))
+            if name in ("range", "len"):
+                return NUMBER
+            if name in ("iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm") and args:
+                return self._element(args[0], self._peek(args[0]))
+            func = iterable.func
+            if isinstance(func, ast.Attribute) and func.attr in ("values", "items") and not args:
+                owner = self._peek(func.value)
+                if owner.what == "dict" and owner.element is not None:
+                    return owner.element if func.attr == "values" else Val("tuple", items=(UNKNOWN, owner.element))
+            return UNKNOWN
+        if val.what == "seq":
+            return val.element or UNKNOWN
+        if val.what == "tuple":
+            return agree(val.items)
+        if val.what in TENSORISH:
+            return replace(val, what="tensor", scalar=True, origin=None)
+        return UNKNOWN
+
+    def _peek(self, node: ast.expr) -> Val:
+        """The value of a name or attribute chain, without reporting anything (for arguments already evaluated)."""
+        if isinstance(node, ast.Name | ast.Attribute):
+            name = dotted(node)
+            if name is not None and name in self.env:
+                return self.env[name]
+            return UNKNOWN
+        self.silent += 1
+        try:
+            return self.ev(node)
+        finally:
+            self.silent -= 1
+
+    # -- arithmetic and comparisons ---------------------------------------------------------------------------
+
+    def _arith(self, node: ast.AST, left: Val, right: Val, left_node: ast.expr, right_node: ast.expr) -> Val:
+        """``left <op> right``: report a host and a device tensor meeting; the result follows the tensors."""
+        if self._mixes(node, left, right, left_node, right_node):
+            return UNKNOWN
+        tensors = [v for v in (left, right) if v.what in (*TENSORISH, "any")]
+        if not tensors:
+            return NUMBER if left.what == right.what == "number" else UNKNOWN
+        if len(tensors) == 1:
+            (val,) = tensors
+            other = right if val is left else left
+            if other.what in ("number", "other") or val.where == DEVICE or (val.where == HOST and not val.scalar):
+                return replace(val, what="tensor") if val.what == "output" else val
+            return UNKNOWN
+        if left.where == right.where:
+            return Val("tensor", left.where, scalar=left.scalar and right.scalar, dev=left.dev or right.dev)
+        return UNKNOWN
+
+    def _compare(self, node: ast.Compare) -> Val:
+        vals = [self.ev(node.left), *(self.ev(c) for c in node.comparators)]
+        nodes = [node.left, *node.comparators]
+        result: Val = OTHER
+        for i, op in enumerate(node.ops):
+            if isinstance(op, _ORDERINGS):
+                result = self._arith(node, vals[i], vals[i + 1], nodes[i], nodes[i + 1])
+        return result if result.what == "tensor" else OTHER
+
+    def _mixes(self, node: ast.AST, left: Val, right: Val, left_node: ast.expr, right_node: ast.expr) -> bool:
+        """Report a non-scalar host tensor combined with a device tensor."""
+        for host, host_node, dev, dev_node in (
+            (left, left_node, right, right_node),
+            (right, right_node, left, left_node),
+        ):
+            if (
+                host.what in TENSORISH
+                and host.where == HOST
+                and not host.scalar
+                and dev.where == DEVICE
+                and (dev.what in TENSORISH or (dev.what == "any" and not dev.inplace))
+            ):
+                name = self.label(host, host_node)
+                where = self._device_text(dev)
+                self.report(
+                    "FRY006",
+                    host.origin or host_node,
+                    f"`{name}` is on the host and never moved, but line {line(node)} combines it with "
+                    f"`{self.label(dev, dev_node)}`, which is on `{where}`; fix: {self.fix(host, host_node, where)}",
+                )
+                return True
+        return False
+
+    def segment(self, node: ast.AST) -> str:
+        """The source text of ``node``, for messages."""
+        return self.ctx.segment(node)
+
+    # -- reporting --------------------------------------------------------------------------------------------
+
+    def label(self, val: Val, node: ast.AST) -> str:
+        """How a message names a value: the name it was bound to, or its source text."""
+        if val.name is not None and val.origin is not None:
+            return val.name
+        return short(self.segment(node)) or val.name or "value"
+
+    @staticmethod
+    def _device_text(val: Val) -> str:
+        return val.dev or "device"
+
+    def fix(self, val: Val, node: ast.AST, where: str) -> str:
+        """How to move a host value: reassign its name, or move the expression where it is used."""
+        if val.name is not None and val.origin is not None:
+            return f"`{val.name} = {val.name}.to({where})`"
+        text = f"`{short(self.segment(node))}.to({where})`"
+        return f"{text}, or make it with `device={where}`" if isinstance(node, ast.Call) else text
+
+    def report(self, code: str, node: ast.AST, message: str) -> None:
+        """Record a finding (once per rule and line; not during the first, silent reading of a loop body)."""
+        if self.silent:
+            return
+        self.found.setdefault((code, line(node)), Report(code, node, message))

@@ -1,0 +1,546 @@
+"""Calls in the placement analysis: moves, torch factories and functions, modules built and called, losses.
+
+Part of :mod:`ferry.lint.rules._placement` (not a rule). The checks of the three rules live here: a module on the
+device called with a host tensor (FRY006), a module built here and never moved called with a device tensor (FRY007),
+a loss given a device tensor and a host target or weight (FRY011).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ferry.lint.context import dotted
+from ferry.lint.kinds import NOT_TENSOR_METHODS
+from ferry.lint.rules._placement_devices import DevicesMixin
+from ferry.lint.rules._placement_values import (
+    DEVICE,
+    DTYPES,
+    FACTORIES,
+    HARMLESS_BUILTINS,
+    HOST,
+    KEEP,
+    LEGACY_HOST,
+    LIKE_FACTORIES,
+    LOSS_FUNCTIONS,
+    MOVES,
+    OTHER,
+    PARAMETERIZED,
+    PARAMETERLESS,
+    REDUCTIONS,
+    SAFE_MODULE_USES,
+    SAME_MODULE,
+    SHAPERS,
+    STRING,
+    TENSOR_ONLY_METHODS,
+    TENSORISH,
+    UNKNOWN,
+    WEIGHT_FIRST,
+    Val,
+    agree,
+    line,
+    short,
+)
+
+Args = list[Val]
+Kwargs = dict[str | None, Val]
+
+
+class CallsMixin(DevicesMixin):
+    """Calls, for :class:`ferry.lint.rules._placement._Flow`."""
+
+    excluded: frozenset[str]
+    scope: ast.AST
+    strange_context: int
+    default_device_set: bool
+    _moved: dict[ast.AST, set[str]]
+    _escaped: dict[ast.AST, set[str]]
+    _classes: dict[str, tuple[bool | None, bool]]
+
+    if TYPE_CHECKING:
+
+        def ev(self, node: ast.expr, top: bool = False) -> Val: ...
+        def report(self, code: str, node: ast.AST, message: str) -> None: ...
+        def label(self, val: Val, node: ast.AST) -> str: ...
+        def fix(self, val: Val, node: ast.AST, where: str) -> str: ...
+        def segment(self, node: ast.AST) -> str: ...
+        def global_names(self) -> set[str]: ...
+        def drop_below(self, name: str) -> None: ...
+        def own(self, name: str) -> None: ...
+
+    def call(self, node: ast.Call, top: bool) -> Val:
+        """Evaluate a call (``top``: it is a statement of its own)."""
+        func = node.func
+        full = self.ctx.qualname(func)
+        bound = dotted(func) in self.env
+        if isinstance(func, ast.Attribute) and not bound and not self._is_function_path(func):
+            chain = top and func.attr in MOVES | SAME_MODULE
+            receiver = self.ev(func.value, top=chain)
+            args = [self.ev(a) for a in node.args]
+            kwargs = {k.arg: self.ev(k.value) for k in node.keywords}
+            return self._method(node, func, receiver, args, kwargs, top)
+        callee = self.ev(func) if bound or not isinstance(func, ast.Name | ast.Attribute) else None
+        args = [self.ev(a) for a in node.args]
+        kwargs = {k.arg: self.ev(k.value) for k in node.keywords}
+        if callee is not None and callee.what in ("module", "any"):
+            return self._call_module(node, callee, args, kwargs)
+        if callee is None and full is not None:
+            known = self._function(full, node, args, kwargs)
+            if known is not None:
+                return known
+            if full in HARMLESS_BUILTINS:
+                return UNKNOWN
+        self._escape(node)
+        return UNKNOWN
+
+    def _is_function_path(self, func: ast.Attribute) -> bool:
+        """``torch.zeros``, ``nn.Linear``: a dotted path through an import, not a method of a local value."""
+        name = dotted(func)
+        if name is None:
+            return False
+        head = name.split(".")[0]
+        return head in self.ctx.imports and head not in self.env
+
+    def _escape(self, node: ast.Call) -> None:
+        """Arguments handed to code the analysis cannot see: modules and containers may come back moved."""
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            inner = arg.value if isinstance(arg, ast.Starred) else arg
+            if not isinstance(inner, ast.Name | ast.Attribute):
+                continue
+            name = dotted(inner)
+            if name is not None and name in self.env:
+                val = self.env[name]
+                if val.what in ("module", "any"):
+                    self.env[name] = replace(val, where=None, fresh=False)
+                elif val.what in ("seq", "dict", "tuple"):
+                    self.env[name] = UNKNOWN
+
+    # -- methods ----------------------------------------------------------------------------------------------
+
+    def _method(self, node: ast.Call, func: ast.Attribute, receiver: Val, args: Args, kwargs: Kwargs, top: bool) -> Val:
+        method = func.attr
+        owner = dotted(func.value)
+        inner = func.value
+        while owner is None and isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+            if inner.func.attr not in ("eval", "train"):  # `m.eval().to(device)` moves `m`: these return the module
+                break
+            inner = inner.func.value
+            owner = dotted(inner)
+        tracked = owner is not None and owner in self.env
+        if receiver.what in TENSORISH:
+            return self._tensor_method(node, method, receiver)
+        if receiver.what == "module" or (receiver.what == "any" and method in MOVES | SAME_MODULE):
+            if method in MOVES:
+                moved = self._moved_module(node, receiver)
+                if tracked and (receiver.what == "module" or top):  # modules move in place
+                    self.env[owner] = replace(moved, origin=receiver.origin, name=receiver.name)  # type: ignore[index]
+                return moved
+            if method in SAME_MODULE:
+                return receiver
+            if method in ("forward", "__call__"):
+                return self._call_module(node, receiver, args, kwargs)
+            if tracked and (method not in SAFE_MODULE_USES or _assigns_state(node)):
+                self.env[owner] = replace(receiver, where=None, fresh=False)  # type: ignore[index]
+            return UNKNOWN
+        if receiver.what == "any" and not receiver.inplace and method in SHAPERS | REDUCTIONS | TENSOR_ONLY_METHODS:
+            return Val("any", receiver.where, dev=receiver.dev)
+        if receiver.what in ("seq", "dict", "tuple"):
+            if method in ("get", "pop") and receiver.element is not None:
+                if method == "pop" and tracked:
+                    self.env[owner] = UNKNOWN  # type: ignore[index]
+                return receiver.element
+            if method not in ("keys", "values", "items", "copy", "index", "count") and tracked:
+                self.env[owner] = UNKNOWN  # type: ignore[index]
+            self._escape(node)
+            return UNKNOWN
+        if receiver.what == "unknown" and method in ("eval", "train") and not node.args:
+            return UNKNOWN
+        if receiver.what == "unknown" and method in MOVES and method != "type":
+            where, dev = self._move_target(node, method, receiver)
+            if where == KEEP:
+                return UNKNOWN
+            moved = Val("any", where, dev=dev, moved_at=line(node))
+            if top and owner is not None and owner.split(".")[0] not in self.excluded:
+                kind = self.ctx.kind(func.value)
+                if kind is None or not kind.is_tensor:  # `x.to(device)` alone on a tensor moves nothing (FRY001)
+                    self.env[owner] = replace(moved, inplace=True, name=owner)
+                    self.drop_below(owner)
+                    self.own(owner)
+            return moved
+        self._escape(node)
+        return UNKNOWN
+
+    def _moved_module(self, node: ast.Call, module: Val) -> Val:
+        method = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+        if method == "type":
+            return replace(module, where=None, fresh=False)
+        where, dev = self._move_target(node, method, module)
+        if where == KEEP:
+            return module
+        return replace(module, where=where, dev=dev, moved_at=line(node), fresh=False)
+
+    def _move_target(self, node: ast.Call, method: str, receiver: Val) -> tuple[str | None, str | None]:
+        """Where ``x.<method>(...)`` puts ``x`` (:data:`HOST`, :data:`DEVICE`, ``KEEP`` or ``None``), as written."""
+        if method == "cpu":
+            return HOST, None
+        if method in ("cuda", "xpu", "mps", "npu", "hpu", "ipu"):
+            return DEVICE, f'"{method}"' if not node.args else self.segment(node.args[0])
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return None, None
+        target = next((k.value for k in node.keywords if k.arg == "device"), None)
+        if target is None and node.args:
+            target = node.args[0]
+        if target is None:
+            return (KEEP, receiver.dev) if method == "to" else (None, None)
+        if self._is_dtype(target):
+            return KEEP, receiver.dev
+        other = self._peek(target)
+        if other.what in TENSORISH:  # `x.to(other)`: other's device and dtype
+            return other.where, other.dev or f"{self.segment(target)}.device"
+        where = self.device_where(target)
+        return where, self.segment(target) if where is not None else None
+
+    def _is_dtype(self, node: ast.expr) -> bool:
+        full = self.ctx.qualname(node)
+        if full is None:
+            return False
+        head, _, last = full.rpartition(".")
+        return (head == "torch" and last in DTYPES) or "dtype" in last.lower()
+
+    def _tensor_method(self, node: ast.Call, method: str, receiver: Val) -> Val:
+        base = Val("tensor", receiver.where, origin=receiver.origin, name=receiver.name, scalar=receiver.scalar)
+        base = replace(base, dev=receiver.dev)
+        if method in MOVES and method != "type":
+            where, dev = self._move_target(node, method, receiver)
+            return base if where == KEEP else replace(base, where=where, dev=dev)
+        if method == "type":
+            if not node.args:
+                return STRING
+            arg = node.args[0]
+            text = arg.value if isinstance(arg, ast.Constant) else self.ctx.qualname(arg) or ""
+            if isinstance(text, str) and ".cuda." in text:
+                return replace(base, where=DEVICE, dev='"cuda"')
+            if isinstance(text, str) and text in LEGACY_HOST:
+                return replace(base, where=HOST)
+            return base if self._is_dtype(arg) else replace(base, where=None)
+        if method == "pin_memory":
+            return replace(base, where=HOST)
+        if method in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
+            device = next((k.value for k in node.keywords if k.arg == "device"), None)
+            where = receiver.where if device is None else self.device_where(device)
+            return Val("tensor", where, scalar=self._shape_scalar(node, method), dev=receiver.dev)
+        if method in NOT_TENSOR_METHODS or method in ("numpy", "tolist", "item"):
+            return OTHER
+        if method in ("split", "chunk", "unbind", "tensor_split"):
+            return Val("seq", element=replace(base, origin=None))
+        if method in REDUCTIONS:
+            return replace(base, scalar=True)
+        if method in SHAPERS:
+            return replace(base, scalar=False)
+        return base
+
+    def _shape_scalar(self, node: ast.Call, name: str) -> bool:
+        """Whether a factory call may make a zero-dimensional tensor."""
+        if name in ("tensor", "as_tensor", "asarray", "new_tensor"):
+            data = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "data"), None)
+            return not isinstance(data, ast.List | ast.Tuple | ast.ListComp)
+        if name in ("arange", "range", "linspace", "logspace", "eye", "randperm"):
+            return False
+        shape = next((k.value for k in node.keywords if k.arg == "size"), None)
+        if shape is None and node.args:
+            shape = node.args[-1] if name in ("randint",) and len(node.args) > 1 else node.args[0]
+        if isinstance(shape, ast.Tuple | ast.List):
+            return not shape.elts
+        if isinstance(shape, ast.Call) and self.ctx.qualname(shape.func) == "torch.Size":
+            return not shape.args or (isinstance(shape.args[0], ast.List | ast.Tuple) and not shape.args[0].elts)
+        return False
+
+    # -- functions and classes --------------------------------------------------------------------------------
+
+    def _function(self, full: str, node: ast.Call, args: Args, kwargs: Kwargs) -> Val | None:
+        """The value of a call to the known function or class ``full``; ``None``: not known."""
+        last = full.rsplit(".", 1)[-1]
+        device = next((k.value for k in node.keywords if k.arg == "device"), None)
+        made_here = HOST if not (self.default_device_set or self.strange_context) else None
+        top_level = full.startswith("torch.") and full.count(".") == 1
+        if full == "torch.device":
+            where = self.device_where(node)
+            return Val("device", where, dev=self.segment(node)) if where is not None else Val("device")
+        if top_level and last in FACTORIES | {"tensor", "as_tensor", "asarray"}:
+            return self._factory(node, last, args, device, made_here)
+        if top_level and last in LIKE_FACTORIES:
+            source = args[0] if args else UNKNOWN
+            where = self.device_where(device) if device is not None else source.where
+            return Val("tensor", where, scalar=source.scalar, dev=source.dev)
+        if full == "torch.from_numpy" or full in LEGACY_HOST:
+            return Val("tensor", made_here)
+        if full.startswith("torch.cuda.") and last.endswith("Tensor"):
+            return Val("tensor", DEVICE, dev='"cuda"')
+        if full in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer") and args:
+            return replace(args[0], origin=None) if args[0].what in TENSORISH else Val("tensor")
+        if full in ("torch.compile", "torch.jit.script", "torch.jit.trace") and args:
+            return replace(args[0], fresh=False, origin=None) if args[0].what in ("module", "any") else UNKNOWN
+        if full.startswith("torch.nn.functional.") and last in LOSS_FUNCTIONS:
+            return self._loss(node, None, args, kwargs)
+        if full.startswith("torch.nn.") and last[:1].isupper():
+            if "Parallel" in last:
+                return Val("module", params=False)  # DataParallel/DDP move their inputs themselves
+            if full.startswith("torch.nn.utils."):
+                return None
+            return self._build_nn(node, last, args, device, made_here)
+        if full.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")) or (
+            top_level and last[:1].islower()
+        ):
+            return self._follow(node, last, args, kwargs)
+        if full.startswith("torchvision.models.") and last[:1].islower() and "feature_extraction" not in full:
+            if last.startswith(("get_", "list_")) or "._" in full:
+                return None
+            return Val("module", made_here, fresh=made_here == HOST, params=True)
+        if full.startswith(("torchvision.transforms.", "kornia.")) and last[:1].isupper():
+            return Val("module", params=False)  # transforms and augmentations: no parameters, any device
+        if full == "timm.create_model":
+            where = self.device_where(device) if device is not None else made_here
+            return Val("module", where, fresh=where == HOST, params=True)
+        if full in self.ctx.kinds.classes and self.ctx.kinds.class_is_module(full):
+            params, aware = self._class_info(full)
+            given = [*node.args, *(k.value for k in node.keywords)]
+            if aware or device is not None or any(self.device_where(a) is not None for a in given):
+                return Val("module", params=params)
+            return Val("module", made_here, fresh=made_here == HOST, params=params)
+        return None
+
+    def _factory(self, node: ast.Call, name: str, args: Args, device: ast.expr | None, made_here: str | None) -> Val:
+        """``torch.zeros(...)``, ``torch.tensor(data)``: on ``device=`` if given, else on the host."""
+        if device is not None:
+            where = self.device_where(device)
+            return Val("tensor", where, scalar=self._shape_scalar(node, name), dev=self.segment(device))
+        if name in ("as_tensor", "asarray", "tensor") and node.args:
+            first = args[0]
+            if first.what in (*TENSORISH, "any"):  # a tensor stays where it is
+                return replace(first, what="tensor", origin=None)
+            kind = self.ctx.kind(node.args[0])
+            if kind is not None and kind.is_tensor:
+                return Val("tensor")
+            data = first.what in ("seq", "tuple", "number") or isinstance(node.args[0], ast.Constant)
+            if not (data or (kind is not None and kind.name == "ndarray") or name == "tensor"):
+                return Val("tensor")  # `torch.as_tensor(x)` of an unknown `x` may be a device tensor
+        return Val("tensor", made_here, scalar=self._shape_scalar(node, name))
+
+    def _follow(self, node: ast.Call, name: str, args: Args, kwargs: Kwargs) -> Val:
+        """A torch function: the result is where its first tensor argument is."""
+        first: Val | None
+        if node.args and isinstance(node.args[0], ast.List | ast.Tuple) and args[0].what in ("seq", "tuple"):
+            first = args[0].element if args[0].what == "seq" else agree(args[0].items)
+        else:
+            first = next((a for a in [*args, *kwargs.values()] if a.what in TENSORISH), None)
+        if first is None or first.what not in TENSORISH:
+            return UNKNOWN
+        return Val("tensor", first.where, scalar=first.scalar or name in REDUCTIONS, dev=first.dev)
+
+    def _build_nn(self, node: ast.Call, name: str, args: Args, device: ast.expr | None, made_here: str | None) -> Val:
+        """A ``torch.nn`` class: on the host unless built with ``device=``; does it hold parameters?"""
+        if any(k.arg is None for k in node.keywords):
+            return Val("module")
+        where = made_here if device is None else self.device_where(device)
+        if name == "CTCLoss":  # its targets and lengths may stay on the CPU
+            return Val("module", where, params=False)
+        if name.endswith("Loss"):
+            weight = next((k.value for k in node.keywords if k.arg in ("weight", "pos_weight")), None)
+            if weight is None and node.args and name in WEIGHT_FIRST:
+                weight = node.args[0]
+            held = self._peek(weight) if weight is not None else None
+            if held is not None and held.what in TENSORISH and held.where == HOST:
+                return Val("module", where, fresh=where == HOST, params=True, loss=True, weight=weight)
+            return Val("module", where, params=weight is not None or None, loss=True, fresh=where == HOST)
+        params: bool | None = None
+        if name in PARAMETERIZED:
+            params = True
+        elif name.startswith("InstanceNorm"):
+            params = any(
+                k.arg in ("affine", "track_running_stats")
+                and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                for k in node.keywords
+            )
+        elif name in PARAMETERLESS:
+            params = False
+        elif name in ("Sequential", "ModuleList"):
+            parts = [a for a in args if a.what == "module"]
+            if parts and len(parts) == len(args):
+                known = [p.params for p in parts]
+                params = True if any(known) else False if all(k is False for k in known) else None
+            elif args and args[0].what == "seq" and args[0].element is not None and args[0].element.what == "module":
+                params = args[0].element.params
+        return Val("module", where, fresh=where == HOST, params=params)
+
+    def _class_info(self, name: str) -> tuple[bool | None, bool]:
+        """For a module class of the file: (holds parameters?, deals with devices itself?).
+
+        A class deals with devices itself when a method takes a device, it moves itself or its inputs, or its
+        ``forward`` moves anything (its outputs may then be anywhere).
+        """
+        if name in self._classes:
+            return self._classes[name]
+        self._classes[name] = (None, True)  # recursion guard
+        cls = self.ctx.kinds.classes[name]
+        params: bool | None = None
+        aware = False
+        for base in cls.bases:
+            full = self.ctx.qualname(base) or ""
+            if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in PARAMETERIZED:
+                params = True
+            elif full in self.ctx.kinds.classes:
+                base_params, base_aware = self._class_info(full)
+                params = params or base_params
+                aware = aware or base_aware
+        forward_args: set[str] = set()
+        for node in ast.walk(cls):  # breadth first: every method is seen before the calls in it
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                names = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+                aware = aware or any("device" in n.lower() for n in names)
+                if node.name in ("forward", "__call__"):
+                    forward_args.update(n for n in names if n != "self")
+                    aware = aware or any(
+                        isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in MOVES
+                        for c in ast.walk(node)
+                    )
+            elif isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in MOVES:
+                    receiver = dotted(func.value)
+                    aware = aware or receiver == "self" or (receiver or ".").split(".")[0] in forward_args
+                if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter"):
+                    params = True
+                full = self.ctx.qualname(func) or ""
+                if (full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in PARAMETERIZED) or full in (
+                    "torch.nn.Parameter",
+                    "torch.nn.parameter.Parameter",
+                    "timm.create_model",
+                ):
+                    params = True
+        self._classes[name] = (params, aware)
+        return params, aware
+
+    # -- modules and losses called ----------------------------------------------------------------------------
+
+    def _call_module(self, node: ast.Call, module: Val, args: Args, kwargs: Kwargs) -> Val:
+        """``module(x, ...)``: FRY006 for a host ``x`` into a module on the device, FRY007 for the reverse."""
+        if module.loss:
+            return self._loss(node, module, args, kwargs)
+        if not node.args or isinstance(node.args[0], ast.Starred):
+            return Val("output", module.where, dev=module.dev) if module.where == DEVICE else UNKNOWN
+        first, first_node = args[0], node.args[0]  # later arguments may stay on the host (lengths, sizes)
+        callee = self.label(module, node.func)
+        if module.where == DEVICE and module.params is not False:
+            if first.what in TENSORISH and first.where == HOST:
+                name = self.label(first, first_node)
+                where = module.dev or "device"
+                moved = f" (line {module.moved_at})" if module.moved_at else ""
+                self.report(
+                    "FRY006",
+                    first.origin or first_node,
+                    f"`{name}` is on the host and never moved, but `{callee}` is on `{where}`{moved} and gets it at "
+                    f"line {line(node)}; fix: {self.fix(first, first_node, where)}",
+                )
+            return Val("output", DEVICE, dev=module.dev)
+        if module.where != HOST:
+            return UNKNOWN
+        if module.params is False:
+            return Val("output", first.where, dev=first.dev) if first.what in TENSORISH else UNKNOWN
+        on_device = first.where == DEVICE and (first.what in TENSORISH or (first.what == "any" and not first.inplace))
+        if on_device and module.fresh and module.params and module.origin and self._never_moved(node.func):
+            where = first.dev or "device"
+            self.report(
+                "FRY007",
+                module.origin,
+                f"`{callee}` is built here and never moved, but its input `{self.label(first, first_node)}` is on "
+                f"`{where}` (line {line(node)}); fix: `{callee}.to({where})` after building it",
+            )
+            return UNKNOWN
+        return Val("output", HOST) if first.what in TENSORISH and first.where == HOST else UNKNOWN
+
+    def _loss(self, node: ast.Call, module: Val | None, args: Args, kwargs: Kwargs) -> Val:
+        """A loss module or function: FRY011 for a host target, or a host weight, with device tensors."""
+        pairs = [(a, n) for a, n in zip(args, node.args, strict=True) if not isinstance(n, ast.Starred)]
+        pairs += [(kwargs[k.arg], k.value) for k in node.keywords if k.arg in ("input", "target")]
+        on_device = [(v, n) for v, n in pairs if v.where == DEVICE and (v.what in TENSORISH or v.what == "any")]
+        on_host = [(v, n) for v, n in pairs if v.what in TENSORISH and v.where == HOST and not v.scalar]
+        result = Val("tensor", DEVICE if on_device else None, scalar=True)
+        if not on_device:
+            return result
+        dev, dev_node = on_device[0]
+        where = dev.dev or "device"
+        got = f"`{self.label(dev, dev_node)}` on `{where}` (line {line(node)})"
+        callee = self.label(module, node.func) if module is not None else self.segment(node.func)
+        if on_host:
+            host, host_node = on_host[0]
+            self.report(
+                "FRY011",
+                host.origin or host_node,
+                f"`{self.label(host, host_node)}` is on the host and never moved, but `{callee}` gets it with {got}; "
+                f"fix: {self.fix(host, host_node, where)}",
+            )
+        if module is not None and module.weight is not None and module.where == HOST:
+            if module.origin is not None and self._never_moved(node.func):
+                self.report(
+                    "FRY011",
+                    module.origin,
+                    f"`{callee}` holds the host tensor `{short(self.segment(module.weight))}` as its weight and is "
+                    f"never moved, but gets {got}; fix: `{callee}.to({where})`, or make the weight with "
+                    f"`device={where}`",
+                )
+        elif module is None:
+            weight = next((k.value for k in node.keywords if k.arg in ("weight", "pos_weight")), None)
+            held = self._peek(weight) if weight is not None else None
+            if weight is not None and held is not None and held.what in TENSORISH and held.where == HOST:
+                self.report(
+                    "FRY011",
+                    held.origin or weight,
+                    f"the weight `{self.label(held, weight)}` is on the host and never moved, but `{callee}` gets "
+                    f"{got}; fix: {self.fix(held, weight, where)}",
+                )
+        return result
+
+    def _never_moved(self, func: ast.expr) -> bool:
+        """Whether the module called as ``func`` (a plain name) is never moved, handed on or aliased."""
+        if not isinstance(func, ast.Name):
+            return False
+        name = func.id
+        return name not in self._moved_names() and name not in self._escapes() and name not in self.global_names()
+
+    def _moved_names(self) -> set[str]:
+        """Receivers of ``.to``/``.cuda``/... in this scope and its nested functions; the whole file for the module."""
+        scope = self.scope
+        if scope not in self._moved:
+            calls = self.ctx.nodes(ast.Call) if isinstance(scope, ast.Module) else ast.walk(scope)
+            names: set[str] = set()
+            for call in calls:
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in MOVES:
+                    name = dotted(call.func.value)
+                    if name is not None:
+                        names.add(name)
+            self._moved[scope] = names
+        return self._moved[scope]
+
+    def _escapes(self) -> set[str]:
+        """Names of this scope used other than by calling them or through a harmless attribute."""
+        scope = self.scope
+        if scope not in self._escaped:
+            names: set[str] = set()
+            for node in ast.walk(scope):
+                if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+                    continue
+                parent = self.ctx.parent(node)
+                if isinstance(parent, ast.Call) and parent.func is node:
+                    continue
+                if isinstance(parent, ast.Attribute) and parent.attr in SAFE_MODULE_USES:
+                    continue
+                names.add(node.id)
+            self._escaped[scope] = names
+        return self._escaped[scope]
+
+
+def _assigns_state(node: ast.Call) -> bool:
+    """``m.load_state_dict(sd, assign=True)``: the module takes the state dict's tensors, wherever they are."""
+    assign = next((k.value for k in node.keywords if k.arg == "assign"), None)
+    return assign is not None and not (isinstance(assign, ast.Constant) and assign.value is False)

@@ -1,0 +1,117 @@
+"""Which device an expression names: the host, the chosen device, or not known.
+
+Part of :mod:`ferry.lint.rules._placement` (not a rule). "The chosen device" is an accelerator, or a device picked at
+run time: ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``, a name such as ``device`` (a parameter
+named so included), ``args.device``, ``torch.device(args.device)``. ``"cpu"`` and names only ever assigned the CPU
+are the host. A tensor's ``.device`` is wherever that tensor is, and unknown when the tensor is.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from ferry.lint.context import FileContext, dotted
+from ferry.lint.rules._placement_values import (
+    ACCELERATORS,
+    CONFIG_OWNERS,
+    DEVICE,
+    DEVICE_CALLS,
+    DEVICE_NAMES,
+    HOST,
+    TENSORISH,
+    UNKNOWN,
+    Val,
+)
+
+
+class DevicesMixin:
+    """Device expressions, for :class:`ferry.lint.rules._placement._Flow`."""
+
+    ctx: FileContext
+    env: dict[str, Val]
+    _busy: set[str]
+
+    if TYPE_CHECKING:
+
+        def _peek(self, node: ast.expr) -> Val: ...
+
+    def device_where(self, node: ast.expr, pure: bool = False) -> str | None:
+        """Whether the device expression ``node`` is the host, the chosen device, or not known (``None``).
+
+        ``pure``: ignore the flow environment (for expressions read from elsewhere in the file).
+        """
+        if isinstance(node, ast.Constant):
+            return _constant_where(node.value)
+        if isinstance(node, ast.JoinedStr):  # f"cuda:{rank}"
+            first = node.values[0] if node.values else None
+            return _constant_where(first.value) if isinstance(first, ast.Constant) else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod):  # "cuda:" + str(rank)
+            return _constant_where(node.left.value) if isinstance(node.left, ast.Constant) else None
+        if isinstance(node, ast.IfExp):  # "cuda" if torch.cuda.is_available() else "cpu": the chosen device
+            body, orelse = self.device_where(node.body, pure), self.device_where(node.orelse, pure)
+            if body == orelse:
+                return body
+            return DEVICE if {body, orelse} == {HOST, DEVICE} else None
+        if isinstance(node, ast.Call):
+            full = self.ctx.call_name(node)
+            if full == "torch.device":
+                arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "type"), None)
+                return None if arg is None else self.device_where(arg, pure) or DEVICE
+            return DEVICE if full in DEVICE_CALLS else None
+        if isinstance(node, ast.Name | ast.Attribute):
+            return self._device_name(node, pure)
+        return None
+
+    def may_be_device(self, value: ast.expr) -> bool:
+        """Whether ``value`` is worth asking :meth:`device_where` about when it is bound to a name."""
+        if isinstance(value, ast.Constant | ast.JoinedStr | ast.IfExp | ast.Name | ast.Attribute):
+            return True
+        return isinstance(value, ast.Call) and self.ctx.call_name(value) in DEVICE_CALLS
+
+    def _device_name(self, node: ast.Name | ast.Attribute, pure: bool) -> str | None:
+        name = dotted(node)
+        if name is None:
+            return None
+        if not pure and name in self.env:
+            val = self.env[name]
+            if val.what == "device":
+                return val.where
+            if val.what not in ("unknown", "str"):
+                return None
+        if isinstance(node, ast.Attribute) and node.attr == "device":
+            owner = UNKNOWN if pure else self._peek(node.value)
+            if owner.what != "unknown":
+                return owner.where if owner.what in (*TENSORISH, "module", "any") else None
+            owner_name = dotted(node.value)
+            if owner_name is None or self.ctx.kind(node.value) is not None:
+                return None  # a tensor's or a module's device: where that is, is not known here
+            last_owner = owner_name.rsplit(".", 1)[-1]
+            cls = self.ctx.enclosing_class(node)
+            plain_self = last_owner == "self" and cls is not None and not self.ctx.kinds.class_is_module(cls.name)
+            named = last_owner.lower() in CONFIG_OWNERS or plain_self
+        else:
+            kind = self.ctx.kind(node)
+            named = name.rsplit(".", 1)[-1].lower() in DEVICE_NAMES or (kind is not None and kind.name == "device")
+        if name in self._busy:
+            return None
+        self._busy.add(name)
+        try:
+            values = self.ctx.kinds.assigned_values(name)[:8]
+            found = [self.device_where(v, pure=True) for v in values if isinstance(v, ast.expr)]
+        finally:
+            self._busy.discard(name)
+        if DEVICE in found:
+            return DEVICE
+        if found and all(f == HOST for f in found):
+            return HOST
+        return DEVICE if named else None
+
+
+def _constant_where(value: object) -> str | None:
+    if isinstance(value, str):
+        kind = value.split(":")[0].strip().lower()
+        return HOST if kind == "cpu" else DEVICE if kind in ACCELERATORS else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return DEVICE  # a CUDA ordinal: `.to(0)`, `.cuda(0)`
+    return None

@@ -1,0 +1,953 @@
+"""FRY005 device-less-tensor-in-forward.
+
+## What it does
+Finds tensors created on the CPU (``torch.zeros``, ``ones``, ``arange``, ``randn``, ``tensor``, ``eye``, ``full``,
+``from_numpy``, ... without ``device=``) inside code that works on input tensors, when the file shows that the CPU
+tensor then meets them:
+
+- it is combined with an input tensor (an argument of the function that is used as a tensor, a parameter or buffer
+  of the module, a submodule's output) in arithmetic, a comparison, a ``torch`` function or a module call;
+- the function takes an input tensor and returns the CPU tensor (its result stays on the CPU whatever the input);
+- a helper builds it on the CPU and the caller then copies the result to the input's device on every call.
+
+It also finds layers with parameters (``nn.Linear``, ``nn.Conv2d``, ``nn.BatchNorm2d``, ...) built and used inside
+``forward``.
+
+Not reported, to stay clear of correct code: factories with ``device=``; ``*_like`` and ``x.new_*`` (they follow
+their input); 0-dim tensors such as ``torch.tensor(2.0)`` (they mix with any device); tensors of sizes
+(``torch.tensor(x.shape)``) and tensors only ever combined with other CPU values (shape arithmetic); a tensor moved
+where it is made (``torch.arange(n).to(x.device)``); CPU index tensors (``x[torch.arange(n)]`` works everywhere);
+code under ``with torch.device(...)``, in tracing branches (``if torch.jit.is_tracing():``), in files that call
+``torch.set_default_device``; data preparation and export code (collators, datasets, transforms, processors,
+``*onnx*``/``*export*`` functions, files under ``data/``), which makes CPU tensors on purpose.
+
+## Why is this bad
+A factory without ``device=`` always makes a CPU tensor. The model works on the CPU and fails on a GPU with
+"Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!", or, where the
+tensor is copied over, quietly pays a host-to-device copy on every forward pass. A layer built inside ``forward`` is
+created on the CPU with fresh random weights at every call, is never registered, so ``.to(device)`` never moves it
+and the optimizer never trains it.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+
+class Positions(nn.Module):
+    def forward(self, x):
+        steps = torch.arange(x.shape[1])  # FRY005
+        return x + steps
+```
+
+## Use instead
+```python
+import torch
+import torch.nn as nn
+
+
+class Positions(nn.Module):
+    def forward(self, x):
+        steps = torch.arange(x.shape[1], device=x.device)
+        return x + steps
+```
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from ferry.lint.context import FileContext, dotted
+from ferry.lint.kinds import NOT_TENSOR_FUNCTIONS, NOT_TENSOR_SUBMODULES, TENSOR_ATTRIBUTES, TENSOR_SUBMODULES
+from ferry.lint.model import Edit, Finding, Fix, Rule
+from ferry.lint.rules._tensors import (
+    Places,
+    binding,
+    has_double_star,
+    is_dtype,
+    keyword,
+    parameters,
+    returned_values,
+)
+
+#: Functions that make a new tensor, on the CPU unless given ``device=``.
+FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in """
+    zeros ones empty full arange range linspace logspace eye rand randn randint randperm tensor as_tensor from_numpy
+    tril_indices triu_indices empty_strided hann_window hamming_window blackman_window bartlett_window kaiser_window
+    LongTensor FloatTensor BoolTensor ByteTensor IntTensor DoubleTensor HalfTensor
+    """.split()
+)
+
+FACTORY_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in FACTORIES)
+
+#: Factories whose first argument is the data (a 0-dim tensor when that is a number).
+DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
+
+#: Layers that hold parameters or buffers: built in ``forward`` they are made on the CPU at every call.
+PARAMETERED_LAYERS = frozenset(
+    """
+    Linear Bilinear LazyLinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d LazyConv1d
+    LazyConv2d LazyConv3d BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm LazyBatchNorm1d LazyBatchNorm2d
+    LazyBatchNorm3d LayerNorm GroupNorm RMSNorm Embedding EmbeddingBag RNN LSTM GRU RNNCell LSTMCell GRUCell
+    MultiheadAttention Transformer TransformerEncoderLayer TransformerDecoderLayer PReLU
+    """.split()
+)
+
+#: Attributes and methods only tensors have (not NumPy arrays, lists or numbers): using one tells a parameter is one.
+TENSOR_ONLY = frozenset(
+    """
+    device is_cuda unsqueeze unsqueeze_ masked_fill masked_fill_ new_zeros new_ones new_full new_empty new_tensor
+    permute detach type_as expand expand_as softmax log_softmax index_select masked_select bmm view_as
+    repeat_interleave long numel element_size
+    """.split()
+)
+
+#: Tensor methods that combine the receiver with tensor arguments, which must share its device.
+COMBINING_METHODS = frozenset(
+    """
+    add sub mul div true_divide floor_divide matmul mm bmm masked_fill masked_fill_ add_ sub_ mul_ div_ eq ne lt le gt
+    ge logical_and logical_or logical_xor bitwise_and bitwise_or where maximum minimum pow atan2 fmod remainder dot
+    outer cross
+    """.split()
+)
+
+#: Tensor methods that give Python numbers.
+NUMBER_METHODS = frozenset({"item", "tolist", "size", "dim", "numel", "nelement", "stride", "element_size"})
+
+#: Builtins and modules whose calls give Python numbers.
+NUMBER_CALLS = frozenset({"len", "int", "float", "round", "abs", "max", "min", "sum", "bool", "pow", "divmod"})
+
+#: torch functions that take tensors of another device on purpose.
+MIXING_ALLOWED = frozenset({"torch.tensor_split", "torch.Size", "torch.broadcast_shapes"})
+
+#: Calls whose truth means "we are tracing or exporting": shapes become tensors there on purpose.
+TRACING_CHECKS = frozenset(
+    {
+        "torch.jit.is_tracing",
+        "torch.jit.is_scripting",
+        "torch.onnx.is_in_onnx_export",
+        "torch._dynamo.is_compiling",
+        "torch.compiler.is_compiling",
+        "torch.fx._symbolic_trace.is_fx_tracing",
+        "is_torchdynamo_compiling",
+        "is_tracing",
+    }
+)
+
+#: Words of a file's path that say "data preparation" (which makes CPU tensors on purpose, before the batch is
+#: moved) or "export" (tracing for ONNX, usually on the CPU).
+HOST_SIDE_WORDS = frozenset(
+    """
+    data datasets dataset transform transforms processing preprocessing preprocess collate collator collators
+    tokenization tokenizer augment augmentation augmentations feature_extraction configuration onnx export
+    """.split()
+)
+
+#: Endings of class names that say "data preparation".
+HOST_SIDE_CLASSES = (
+    "Collator",
+    "Dataset",
+    "Transform",
+    "Transforms",
+    "Processor",
+    "Tokenizer",
+    "TokenizerFast",
+    "FeatureExtractor",
+    "Sampler",
+    "DataModule",
+    "Augmentation",
+)
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(frozen=True)
+class Dev:
+    """Where a value of a function lives.
+
+    ``where``: ``"cpu"`` (made on the CPU by the factory calls ``origins``), ``"input"`` (on the device of the
+    function's input tensors or of the module: ``via`` names one), ``"scalar"`` (a Python number, a shape or a 0-dim
+    tensor: mixes with any device).
+    """
+
+    where: str
+    origins: frozenset[ast.Call] = frozenset()
+    via: str = ""
+
+
+SCALAR = Dev("scalar")
+
+
+@dataclass(frozen=True)
+class Meeting:
+    """A CPU tensor made by ``origin`` meets a tensor on the input's device at ``site``."""
+
+    origin: ast.Call
+    site: ast.AST
+    how: str  # "meets", "returned", "copied"
+    device: str = ""  # a tensor on the right device, for the fix: `device=<device>.device`
+
+
+class Flow:
+    """Follows the CPU tensors of one file's functions to where they meet input tensors."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.meetings: dict[ast.Call, Meeting] = {}
+        self._memo: dict[ast.AST, Dev | None] = {}
+        self._busy: set[ast.AST] = set()
+        self._inputs: dict[ast.AST, dict[str, str]] = {}
+        self._host_aware: dict[ast.AST, bool] = {}
+
+    # -- facts about the file -----------------------------------------------------------------------------------
+
+    @cached_property
+    def host_side_file(self) -> bool:
+        """Whether the file's path says data preparation or export (``data/``, ``image_processing_x.py``)."""
+        parts = re.split(r"[\\/]", self.ctx.path.lower())
+        stem = parts[-1].rsplit(".", 1)[0]
+        words = {stem, *re.split(r"[^a-z0-9]+", stem)}
+        if "feature_extraction" in stem:
+            words.add("feature_extraction")
+        if len(parts) > 1 and parts[-2] in ("data", "datasets", "transforms"):
+            return True
+        return bool(words & HOST_SIDE_WORDS)
+
+    def host_side(self, node: ast.AST) -> bool:
+        """Whether ``node`` is in code that makes CPU tensors on purpose.
+
+        Data preparation and export (a collator, a dataset, ``export_onnx``), or a function that names the host
+        itself (``device="cpu"``, ``.cpu()``, ``.pin_memory()``, ``.share_memory_()``): it knows where its tensors go.
+        """
+        for above in self.ctx.ancestors(node):
+            if isinstance(above, ast.ClassDef) and above.name.endswith(HOST_SIDE_CLASSES):
+                return True
+            if isinstance(above, FUNCTIONS) and (
+                any(w in above.name.lower() for w in ("onnx", "export", "trac")) or self._names_host(above)
+            ):
+                return True
+        return False
+
+    def _names_host(self, func: ast.AST) -> bool:
+        if func not in self._host_aware:
+            self._host_aware[func] = any(
+                (isinstance(n, ast.Attribute) and n.attr in ("cpu", "pin_memory", "share_memory_"))
+                or (isinstance(n, ast.Constant) and n.value == "cpu")
+                for n in _walk_body(func)
+            )
+        return self._host_aware[func]
+
+    @cached_property
+    def default_device_set(self) -> bool:
+        """Whether the file changes where factories put tensors (then no factory is known to make CPU tensors)."""
+        for call in self.ctx.nodes(ast.Call):
+            name = self.ctx.call_name(call)
+            if name in ("torch.set_default_device", "torch.set_default_tensor_type"):
+                return True
+        return False
+
+    @cached_property
+    def array_libraries(self) -> bool:
+        """Whether the file imports NumPy or another array library (then ``p[:, 0]`` says nothing of ``p``)."""
+        heads = {full.split(".")[0] for full in self.ctx.imports.values()}
+        return bool(heads & {"numpy", "jax", "tensorflow", "cupy", "pandas", "mxnet", "paddle", "scipy", "dask"})
+
+    @cached_property
+    def appended(self) -> dict[tuple[ast.AST, str], list[ast.expr]]:
+        """(scope, list name) -> the values its ``.append(...)`` calls add."""
+        found: dict[tuple[ast.AST, str], list[ast.expr]] = defaultdict(list)
+        for call in self.ctx.nodes(ast.Call):
+            func = call.func
+            if isinstance(func, ast.Attribute) and func.attr == "append" and len(call.args) == 1:
+                name = dotted(func.value)
+                if name is not None:
+                    found[(self.ctx.kinds.scope_of(call), name)].append(call.args[0])
+        return found
+
+    def inputs(self, func: ast.AST) -> dict[str, str]:
+        """The parameters of ``func`` used as tensors: name -> how the file shows it."""
+        if func in self._inputs:
+            return self._inputs[func]
+        found: dict[str, str] = {}
+        self._inputs[func] = found
+        if not isinstance(func, FUNCTIONS):
+            return found
+        for name, arg in parameters(func).items():
+            if name in ("self", "cls"):
+                continue
+            if arg.annotation is not None:
+                kind = self.ctx.kinds.lookup(name, func.body[0])  # the parameter, as the body starts
+                if kind is not None and kind.is_tensor:
+                    found[name] = "annotation"
+                    continue
+            how = self._evidence.get((func, name))
+            if how is not None:
+                found[name] = how
+        return found
+
+    @cached_property
+    def _evidence(self) -> dict[tuple[ast.AST, str], str]:
+        """(function, parameter) -> the use that shows the parameter is a tensor, from one pass over the file.
+
+        ``p.unsqueeze(...)``, ``p.device``, ``(p != 0).detach()`` (methods only tensors have); ``torch.cat([p, q])``,
+        ``F.relu(p)``, ``self.conv(p)`` (it is passed first to a ``torch`` function or a module); ``p[:, 0]`` in a file
+        that imports no array library.
+        """
+        ctx = self.ctx
+        found: dict[tuple[ast.AST, str], str] = {}
+
+        def note(root: ast.Name | None, how: str, call: ast.Call | None = None) -> None:
+            if root is None:
+                return
+            scope = ctx.kinds.scope_of(root)
+            if root.id not in parameters(scope) or (scope, root.id) in found:
+                return
+            if call is None or self._takes_tensors(call):
+                found[(scope, root.id)] = how
+
+        for attribute in ctx.nodes(ast.Attribute):
+            if attribute.attr in TENSOR_ONLY:
+                note(_root_name(attribute.value), attribute.attr)
+            elif attribute.attr == "size" and isinstance(parent := ctx.parent(attribute), ast.Call):
+                if parent.func is attribute:
+                    note(_root_name(attribute.value), "size()")
+            elif (
+                attribute.attr in ("shape", "dtype", "ndim")
+                and isinstance(attribute.value, ast.Name)
+                and self._in_module_method(attribute)
+            ):
+                note(attribute.value, attribute.attr)
+        for call in ctx.nodes(ast.Call):
+            if call.args:
+                first = call.args[0]
+                if isinstance(first, ast.List | ast.Tuple) and first.elts:
+                    first = first.elts[0]
+                note(_root_name(first), "call", call)
+        if not self.array_libraries:
+            for subscript in ctx.nodes(ast.Subscript):
+                if isinstance(subscript.value, ast.Name) and _array_index(subscript.slice):
+                    note(subscript.value, "index")
+        return found
+
+    def _in_module_method(self, node: ast.AST) -> bool:
+        """Whether ``node`` is in a method of an ``nn.Module`` subclass (whose arguments are mostly tensors)."""
+        func = self.ctx.enclosing_function(node)
+        if func is None:
+            return False
+        cls = self.ctx.parent(func)
+        return isinstance(cls, ast.ClassDef) and self.ctx.kinds.class_is_module(cls.name)
+
+    def _takes_tensors(self, call: ast.Call) -> bool:
+        """Whether ``call`` wants a tensor first: a ``torch`` function or a module."""
+        name = self.ctx.call_name(call)
+        if name is not None and name not in FACTORIES and _tensor_function(name):
+            return True
+        kind = self.ctx.kind(call.func)
+        return kind is not None and kind.is_module
+
+    # -- factories --------------------------------------------------------------------------------------------
+
+    def cpu_factory(self, call: ast.Call) -> bool | None:
+        """``True``: ``call`` makes a CPU tensor of one or more dimensions; ``False``: a 0-dim one; ``None``: not."""
+        name = self.ctx.call_name(call)
+        if name not in FACTORIES or self.default_device_set:
+            return None
+        if keyword(call, "device") is not None or keyword(call, "out") is not None or has_double_star(call):
+            return None
+        if keyword(call, "pin_memory") is not None:
+            return None  # pinned: meant to stay on the host
+        if name in DATA_FACTORIES or name == "torch.from_numpy":
+            data = call.args[0] if call.args else keyword(call, "data")
+            func = self.ctx.enclosing_function(call)
+            if data is None or (func is not None and _root(data) in parameters(func)):
+                return None  # a conversion of what the caller passed: `torch.as_tensor(x)` keeps a tensor's device
+            if name != "torch.from_numpy" and not isinstance(data, ast.List | ast.Tuple | ast.ListComp):
+                return False if self.dev(data) == SCALAR else None
+        if name in ("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"):
+            size = call.args[0] if call.args else keyword(call, "size")
+            if isinstance(size, ast.Tuple | ast.List) and not size.elts:
+                return False
+            if _zero(size) or (isinstance(size, ast.Tuple | ast.List) and any(_zero(e) for e in size.elts)):
+                return None  # an empty placeholder: `torch.empty([0])`
+        if self._special_context(call):
+            return None
+        return True
+
+    def _special_context(self, node: ast.AST) -> bool:
+        """Under ``with torch.device(...)`` or in a branch taken only when tracing or exporting."""
+        child = node
+        for above in self.ctx.ancestors(node):
+            if isinstance(above, ast.With | ast.AsyncWith):
+                for item in above.items:
+                    if self.ctx.call_name(item.context_expr) in ("torch.device",):
+                        return True
+            if isinstance(above, ast.If | ast.IfExp) and child is not above.test:
+                for sub in ast.walk(above.test):
+                    name = self.ctx.call_name(sub)
+                    if name is not None and (name in TRACING_CHECKS or name.rsplit(".", 1)[-1] in TRACING_CHECKS):
+                        return True
+            if isinstance(above, FUNCTIONS):
+                return False
+            child = above
+        return False
+
+    # -- where values live ------------------------------------------------------------------------------------
+
+    def dev(self, node: ast.AST) -> Dev | None:
+        """Where ``node`` lives; ``None``: not known."""
+        if node in self._memo:
+            return self._memo[node]
+        if node in self._busy:
+            return None
+        self._busy.add(node)
+        try:
+            found = self._dev(node)
+        finally:
+            self._busy.discard(node)
+        self._memo[node] = found
+        return found
+
+    def _dev(self, node: ast.AST) -> Dev | None:
+        if isinstance(node, ast.Constant):
+            return SCALAR if isinstance(node.value, int | float | bool) else None
+        if isinstance(node, ast.Name | ast.Attribute):
+            return self._dev_name(node)
+        if isinstance(node, ast.Subscript):
+            return self.dev(node.value)
+        if isinstance(node, ast.BinOp):
+            return self._combine(node, [node.left, node.right])
+        if isinstance(node, ast.Compare):
+            if all(isinstance(op, ast.Eq | ast.NotEq | ast.Lt | ast.LtE | ast.Gt | ast.GtE) for op in node.ops):
+                return self._combine(node, [node.left, *node.comparators])
+            return None
+        if isinstance(node, ast.UnaryOp):
+            return None if isinstance(node.op, ast.Not) else self.dev(node.operand)
+        if isinstance(node, ast.IfExp):
+            body, orelse = self.dev(node.body), self.dev(node.orelse)
+            if body is not None and orelse is not None and body.where == orelse.where:
+                return Dev(body.where, body.origins | orelse.origins, body.via)
+            return None
+        if isinstance(node, ast.List | ast.Tuple):
+            return self._gather([self.dev(e) for e in node.elts])
+        if isinstance(node, ast.Call):
+            return self._dev_call(node)
+        return None
+
+    def _dev_name(self, node: ast.Name | ast.Attribute) -> Dev | None:
+        ctx = self.ctx
+        name = dotted(node)
+        if name is not None and name.split(".")[0] in ctx.imports:
+            full = ctx.qualname(node) or ""
+            return SCALAR if is_dtype(ctx, node) or full.startswith(("math.", "numpy.pi", "numpy.e")) else None
+        bound = binding(ctx, name, node) if name is not None else None
+        if bound is not None and name is not None:
+            if bound.parameter is not None:
+                if bound.parameter.arg in self.inputs(bound.scope):
+                    return Dev("input", via=bound.parameter.arg)
+                return None
+            source = bound.source
+            if source[0] == "expr":
+                value = source[1]
+                if isinstance(value, ast.List) and not value.elts:
+                    return self._gather([self.dev(v) for v in self.appended.get((bound.scope, name), [])])
+                return self.dev(value)
+            if source[0] in ("project", "iter") and _counter(ctx, source):
+                return SCALAR
+            if source[0] == "project" and source[1][0] == "expr":
+                return self._item(source[1][1], source[2])
+            return None
+        if isinstance(node, ast.Attribute):
+            if node.attr in ("shape", "ndim"):
+                return SCALAR
+            if name is not None and name.startswith("self.") and name.count(".") == 1:
+                return self._dev_self_attribute(node, name)
+            owner = self.dev(node.value)
+            if owner is not None and owner.where != "scalar" and node.attr in TENSOR_ATTRIBUTES:
+                return owner
+        return None
+
+    def _item(self, value: ast.AST, index: int) -> Dev | None:
+        """``a, b = value``: item ``index`` of a literal; the parts of a tensor op's result live where it does."""
+        if isinstance(value, ast.Tuple | ast.List):
+            items = value.elts
+            if 0 <= index < len(items) and not isinstance(items[index], ast.Starred):
+                return self.dev(items[index])
+            return None
+        return self.dev(value)  # `yy, xx = torch.meshgrid(...)`, `q, k = x.chunk(2)`, `b, c = x.shape`
+
+    def _dev_self_attribute(self, node: ast.Attribute, name: str) -> Dev | None:
+        """``self.x``: parameters and buffers are on the module's device; numbers set in ``__init__`` are numbers."""
+        cls = self.ctx.enclosing_class(node)
+        if cls is None or not self.ctx.kinds.class_is_module(cls.name):
+            return None
+        sources = self.ctx.kinds.self_attributes.get(cls.name, {}).get(name, [])
+        if not sources:
+            return None
+        if all(s[0] == "kind" or (s[0] == "expr" and _is_parameter(self.ctx, s[1])) for s in sources):
+            return Dev("input", via=name)
+        if all(s[0] == "expr" and _is_number(self.ctx, s[1]) for s in sources):
+            return SCALAR
+        return None
+
+    def _dev_call(self, node: ast.Call) -> Dev | None:
+        ctx = self.ctx
+        factory = self.cpu_factory(node)
+        if factory is not None:
+            return Dev("cpu", frozenset({node})) if factory else SCALAR
+        func = node.func
+        full = ctx.call_name(node)
+        if full in NUMBER_CALLS or (full is not None and full.startswith("math.")):
+            return SCALAR
+        if full is not None and full.startswith("torch."):
+            if full in FACTORIES:
+                return self._moved_factory(node)
+            if not _tensor_function(full) or full in MIXING_ALLOWED:
+                return None
+            return self._combine(node, self._tensor_arguments(node))
+        callee = ctx.kind(func)
+        if callee is not None and callee.is_module:
+            if not _submodule(func):
+                return None  # a module of unknown place
+            self._module_call(node)
+            return Dev("input")  # a submodule's output
+        if isinstance(func, ast.Attribute):
+            helper = Places.function_called(ctx, node)
+            if helper is not None:
+                return self._helper(node, helper)
+            kind = ctx.kind(func.value)
+            if kind is not None and kind.is_module:
+                return None  # `self.block.method(...)`: not followed
+            method = func.attr
+            if method in ("to", "cuda", "type_as", "cpu"):
+                return self._move(node)
+            if method in NUMBER_METHODS:
+                return SCALAR
+            receiver = self.dev(func.value)
+            if receiver is None or receiver.where == "scalar":
+                return None
+            if method in COMBINING_METHODS:
+                return self._combine(node, [func.value, *node.args])
+            return receiver
+        helper = Places.function_called(ctx, node)
+        if helper is not None:
+            return self._helper(node, helper)
+        return None
+
+    def _moved_factory(self, node: ast.Call) -> Dev | None:
+        """A factory given a device: on the input's device when that is ``x.device`` of an input ``x``."""
+        device = keyword(node, "device")
+        if isinstance(device, ast.Attribute) and device.attr == "device":
+            owner = self.dev(device.value)
+            if owner is not None and owner.where == "input":
+                return owner
+        return None
+
+    def _tensor_arguments(self, call: ast.Call) -> list[ast.AST]:
+        values: list[ast.AST] = []
+        for arg in call.args:
+            if isinstance(arg, ast.List | ast.Tuple):
+                values.extend(e.value if isinstance(e, ast.Starred) else e for e in arg.elts)
+            else:
+                values.append(arg.value if isinstance(arg, ast.Starred) else arg)
+        for kw in call.keywords:
+            if kw.arg in ("input", "other", "weight", "bias", "mask", "tensors", "target"):
+                values.append(kw.value)
+        return values
+
+    def _combine(self, site: ast.AST, operands: list[ast.AST]) -> Dev | None:
+        """Where the result of combining ``operands`` lives; a CPU tensor meeting an input one is recorded."""
+        devs = [self.dev(op) for op in operands]
+        cpu = [d for d in devs if d is not None and d.where == "cpu"]
+        inputs = [d for d in devs if d is not None and d.where == "input"]
+        if cpu and inputs:
+            via = next((d.via for d in inputs if d.via), "")
+            for origin in sorted({o for d in cpu for o in d.origins}, key=_position):
+                self.meetings.setdefault(origin, Meeting(origin, site, "meets", via))
+            return inputs[0]
+        if inputs:
+            return inputs[0]
+        if any(d is None for d in devs):
+            return None
+        if cpu:
+            return Dev("cpu", frozenset(o for d in cpu for o in d.origins))
+        return SCALAR
+
+    @staticmethod
+    def _gather(devs: list[Dev | None]) -> Dev | None:
+        """A list or tuple of values: where all of them live, when they agree."""
+        if not devs or any(d is None for d in devs):
+            return None
+        known = [d for d in devs if d is not None]
+        places = {d.where for d in known}
+        if places == {"cpu"} or places == {"cpu", "scalar"}:
+            return Dev("cpu", frozenset(o for d in known for o in d.origins))
+        if places == {"scalar"}:
+            return SCALAR
+        if places == {"input"}:
+            return known[0]
+        return None
+
+    def _module_call(self, node: ast.Call) -> None:
+        """``self.embed(torch.arange(n))``: a CPU tensor fed to a submodule, which lives on the input's device."""
+        func = self.ctx.enclosing_function(node)
+        if func is None or not self.inputs(func):
+            return
+        for arg in node.args:
+            found = self.dev(arg)
+            if found is not None and found.where == "cpu":
+                inputs = sorted(self.inputs(func))
+                device = inputs[0] if len(inputs) == 1 else ""
+                for origin in sorted(found.origins, key=_position):
+                    self.meetings.setdefault(origin, Meeting(origin, node, "meets", device))
+
+    def _move(self, node: ast.Call) -> Dev | None:
+        """``t.to(...)``, ``.cuda()``, ``.type_as(x)``: moved (a dtype-only ``.to`` keeps the place).
+
+        A CPU tensor that a helper built from the input's sizes and that is copied here is recorded.
+        """
+        func = node.func
+        assert isinstance(func, ast.Attribute)
+        receiver = self.dev(func.value)
+        if func.attr == "to" and keyword(node, "device") is None and all(is_dtype(self.ctx, a) for a in node.args):
+            return receiver
+        if func.attr == "cpu":
+            return None
+        here = self.ctx.enclosing_function(node)
+        if receiver is not None and receiver.where == "cpu" and here is not None and self._sized_by_input(func.value):
+            for origin in sorted(receiver.origins, key=_position):
+                if self.ctx.enclosing_function(origin) is not here:
+                    self.meetings.setdefault(origin, Meeting(origin, node, "copied"))
+        return None
+
+    def _sized_by_input(self, value: ast.AST) -> bool:
+        """Whether ``value`` is a call of a helper of this file given something of an input (``h.shape[0]``)."""
+        if isinstance(value, ast.Name):
+            bound = binding(self.ctx, value.id, value)
+            value = bound.value if bound is not None and bound.value is not None else value
+        if not isinstance(value, ast.Call) or Places.function_called(self.ctx, value) is None:
+            return False
+        here = self.ctx.enclosing_function(value)
+        inputs = self.inputs(here) if here is not None else {}
+        arguments = [*value.args, *(kw.value for kw in value.keywords)]
+        return any(_root(arg) in inputs for arg in arguments)
+
+    def _helper(self, node: ast.Call, helper: Function) -> Dev | None:
+        """A call of a function of this file: a CPU tensor it returns stays one (anything else is not followed)."""
+        values = returned_values(helper)
+        devs = [self.dev(v) for v in values]
+        if values and all(d is not None and d.where == "cpu" for d in devs):
+            return Dev("cpu", frozenset(o for d in devs if d is not None for o in d.origins))
+        return None
+
+    # -- the findings -----------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Evaluate every function that makes CPU tensors, and every function that calls one."""
+        ctx = self.ctx
+        if self.host_side_file:
+            return
+        makers: set[ast.AST] = set()
+        for call in ctx.nodes(ast.Call):
+            if _called_name(call) in FACTORY_NAMES and ctx.call_name(call) in FACTORIES and self.cpu_factory(call):
+                maker = ctx.enclosing_function(call)
+                if maker is not None:
+                    makers.add(maker)
+        if not makers:
+            return
+        names = {f.name for f in makers if isinstance(f, FUNCTIONS)}
+        todo = set(makers)
+        for call in ctx.nodes(ast.Call):
+            if _called_name(call) in names and Places.function_called(ctx, call) in makers:
+                caller = ctx.enclosing_function(call)
+                if caller is not None:
+                    todo.add(caller)
+        for func in sorted(todo, key=_position):
+            for node in _walk_body(func):
+                if isinstance(node, ast.BinOp | ast.Compare | ast.Call):
+                    self.dev(node)
+                elif isinstance(node, ast.Return) and node.value is not None:
+                    self._returned(func, node.value)
+
+    def _returned(self, func: ast.AST, value: ast.expr) -> None:
+        """``return`` of a CPU tensor made here, from a function that takes an input tensor."""
+        if not self.inputs(func):
+            return
+        items = value.elts if isinstance(value, ast.Tuple) else [value]
+        for item in items:
+            found = self.dev(item)
+            if found is not None and found.where == "cpu":
+                for origin in sorted(found.origins, key=_position):
+                    if self.ctx.enclosing_function(origin) is func and not self._numbers(origin):
+                        inputs = sorted(self.inputs(func))
+                        device = inputs[0] if len(inputs) == 1 else ""
+                        self.meetings.setdefault(origin, Meeting(origin, value, "returned", device))
+
+    def stays_on_input(self, func: ast.AST, name: str) -> bool:
+        """Whether every binding of ``name`` in ``func`` is a tensor on the input's device (``x = self.conv(x)``)."""
+        for _, source in self.ctx.kinds.bindings.get(func, {}).get(name, []):
+            if source[0] == "aug":
+                continue
+            if source[0] != "expr" and not (source[0] in ("none", "annotation") and name in parameters(func)):
+                return False
+            if source[0] == "expr":
+                found = self.dev(source[1])
+                if found is None or found.where != "input":
+                    return False
+        return True
+
+    def _numbers(self, origin: ast.Call) -> bool:
+        """``torch.tensor([h, w])``, ``torch.tensor([b0, 0, -b0])``: values gathered into a tensor.
+
+        Sizes, scales, or the values of input tensors (read one by one, to the host): such a tensor may well be
+        meant to stay there.
+        """
+        if self.ctx.call_name(origin) not in DATA_FACTORIES or not origin.args:
+            return False
+        data = origin.args[0]
+        if isinstance(data, ast.List | ast.Tuple):
+            found = [self.dev(e) for e in data.elts]
+            return all(d is not None and d.where in ("scalar", "input") for d in found)
+        return self.dev(data) == SCALAR
+
+
+def _called_name(call: ast.Call) -> str | None:
+    """The last name of what ``call`` calls: ``zeros`` for ``torch.zeros(...)``."""
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _walk_body(func: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of functions or classes defined inside it."""
+    stack: list[ast.AST] = list(getattr(func, "body", []))
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+                stack.append(child)
+
+
+def _root(node: ast.AST) -> str | None:
+    """The name under a chain of attributes, calls, subscripts and operators: ``x`` for ``(x != 0).sum(1)``."""
+    found = _root_name(node)
+    return found.id if found is not None else None
+
+
+def _root_name(node: ast.AST) -> ast.Name | None:
+    """The :func:`_root` name node."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node
+        if isinstance(node, ast.Attribute):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.BinOp | ast.Compare):
+            node = node.left
+        elif isinstance(node, ast.UnaryOp):
+            node = node.operand
+        else:
+            return None
+
+
+def _zero(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool)
+
+
+def _submodule(func: ast.AST) -> bool:
+    """``self.embed``: a submodule, which lives where the module (and so its inputs) do."""
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+
+
+def _array_index(index: ast.AST) -> bool:
+    """``[:, 0]``, ``[..., 1]``, ``[None, :]``: indexing only arrays and tensors take."""
+    if not isinstance(index, ast.Tuple) or len(index.elts) < 2:
+        return False
+    return any(
+        isinstance(e, ast.Slice) or (isinstance(e, ast.Constant) and (e.value is None or e.value is Ellipsis))
+        for e in index.elts
+    )
+
+
+def _tensor_function(name: str) -> bool:
+    """Whether ``torch.<name>`` is a function on tensors (``torch.cat``, ``F.relu``, ``torch.linalg.norm``)."""
+    if name.startswith(TENSOR_SUBMODULES):
+        return True
+    parts = name.split(".")
+    return (
+        len(parts) == 2
+        and parts[0] == "torch"
+        and parts[1] not in NOT_TENSOR_FUNCTIONS
+        and parts[1] not in NOT_TENSOR_SUBMODULES
+        and parts[1][:1].islower()
+    )
+
+
+def _counter(ctx: FileContext, source: tuple[object, ...]) -> bool:
+    """``for i in range(n)`` or the index of ``for i, x in enumerate(xs)``: a Python integer."""
+    if source[0] == "iter":
+        return isinstance(source[1], ast.Call) and ctx.call_name(source[1]) == "range"
+    inner = source[1]
+    return (
+        source[2] == 0
+        and isinstance(inner, tuple)
+        and inner[0] == "iter"
+        and isinstance(inner[1], ast.Call)
+        and ctx.call_name(inner[1]) == "enumerate"
+    )
+
+
+def _is_parameter(ctx: FileContext, value: ast.AST) -> bool:
+    return isinstance(value, ast.Call) and ctx.call_name(value) in (
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+    )
+
+
+def _is_number(ctx: FileContext, value: ast.AST) -> bool:
+    """A number, or a parameter of ``__init__`` whose default is one."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, int | float) and not isinstance(value.value, bool)
+    if isinstance(value, ast.Name):
+        bound = binding(ctx, value.id, value)
+        if bound is not None and bound.parameter is not None:
+            func = bound.scope
+            assert isinstance(func, FUNCTIONS)
+            args = func.args
+            positional = [*args.posonlyargs, *args.args]
+            pairs = zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+            for arg, default in [*pairs, *zip(args.kwonlyargs, args.kw_defaults, strict=True)]:
+                if arg is bound.parameter:
+                    return default is not None and _is_number(ctx, default)
+    return False
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+# -- reporting ----------------------------------------------------------------------------------------------------
+
+
+def _fix(ctx: FileContext, flow: Flow, meeting: Meeting) -> Fix | None:
+    """``device=<input>.device`` added to the factory, when its function has that one input tensor."""
+    origin = meeting.origin
+    func = ctx.enclosing_function(origin)
+    inputs = sorted(flow.inputs(func)) if func is not None else []
+    if func is None or len(inputs) != 1 or not flow.stays_on_input(func, inputs[0]):
+        return None
+    name = inputs[0]
+    factory = ctx.call_name(origin) or ""
+    if factory == "torch.from_numpy" or not factory[len("torch.") :][:1].islower():
+        return None
+    last = max([*origin.args, *(kw.value for kw in origin.keywords)], key=_position, default=None)
+    if last is None:
+        at = (origin.end_lineno or origin.lineno, (origin.end_col_offset or 1) - 1)
+        text = f"device={name}.device"
+    else:
+        at = (last.end_lineno or last.lineno, last.end_col_offset or 0)
+        text = f", device={name}.device"
+    return Fix(f"Create it on `{name}.device`", (Edit(at, at, text),))
+
+
+def _message(ctx: FileContext, flow: Flow, meeting: Meeting) -> str:
+    origin = meeting.origin
+    made = f"`{ctx.segment(origin.func)}(...)`"
+    func = ctx.enclosing_function(origin)
+    inside = f"`{func.name}`" if func is not None else "module code"
+    device = (meeting.device or next(iter(sorted(flow.inputs(func))), "x")) if func is not None else "x"
+    there = f"`.to({device}.device)`" if ctx.call_name(origin) == "torch.from_numpy" else f"`device={device}.device`"
+    line = _position(meeting.site)[0]
+    if meeting.how == "meets":
+        site = ctx.enclosing_function(meeting.site)
+        if site is not func and site is not None and func is not None:
+            return (
+                f"{made} in {inside} makes a CPU tensor, which line {line} (in `{site.name}`) combines with tensors "
+                f"on the input's device: that fails on an accelerator; give `{func.name}` the device of "
+                f"`{device}` and create the tensor there"
+            )
+        return (
+            f"{made} in {inside} makes a CPU tensor, which line {line} combines with tensors on the input's "
+            f"device: that fails on an accelerator; create it there: {there}"
+        )
+    if meeting.how == "returned":
+        inputs = ", ".join(f"`{name}`" for name in sorted(flow.inputs(func))) if func is not None else "`x`"
+        return (
+            f"{made} in {inside} makes the returned tensor live on the CPU whatever the device of {inputs}; "
+            f"create it on the input's device: {there}"
+        )
+    return (
+        f"{made} in {inside} builds its tensor on the CPU, and line {line} copies the result to the input's "
+        "device at every call; pass the device in and create it there (`device=...`)"
+    )
+
+
+def _layers_in_forward(ctx: FileContext) -> Iterator[Finding]:
+    """``nn.BatchNorm2d(c)(x)`` in ``forward``: a layer with parameters made (on the CPU) at every call."""
+    for call in ctx.nodes(ast.Call):
+        name = ctx.call_name(call)
+        if name is None or not name.startswith("torch.nn.") or name.rsplit(".", 1)[-1] not in PARAMETERED_LAYERS:
+            continue
+        func = ctx.enclosing_function(call)
+        if func is None or func.name != "forward":
+            continue
+        cls = ctx.enclosing_class(func)
+        if cls is None or not ctx.kinds.class_is_module(cls.name):
+            continue
+        parent = ctx.parent(call)
+        used = isinstance(parent, ast.Call) and parent.func is call
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+            local = parent.targets[0].id
+            used = any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == local
+                for n in _walk_body(func)
+            ) and not any(
+                isinstance(n, ast.Attribute)
+                and n.attr in ("to", "cuda")
+                and isinstance(n.value, ast.Name)
+                and n.value.id == local
+                for n in _walk_body(func)
+            )
+        if not used:
+            continue
+        layer = ctx.segment(call.func) or "the layer"
+        yield Finding(
+            call,
+            message=f"layer constructed inside `forward`: `{layer}(...)` is made on the CPU with new weights at "
+            f"every call, never registered, moved by `.to(device)` or trained; build it once in `__init__` "
+            f"(`self.layer = {layer}(...)`) and call `self.layer(x)`",
+        )
+
+
+def check(ctx: FileContext) -> Iterator[Finding]:
+    """Yield each CPU factory whose tensor meets input tensors, and each parameterised layer built in ``forward``."""
+    yield from _layers_in_forward(ctx)
+    flow = Flow(ctx)
+    flow.run()
+    for origin in sorted(flow.meetings, key=_position):
+        meeting = flow.meetings[origin]
+        if flow.host_side(origin) or flow.host_side(meeting.site):
+            continue
+        yield Finding(origin, message=_message(ctx, flow, meeting), fix=_fix(ctx, flow, meeting))
+
+
+RULE = Rule(
+    code="FRY005",
+    name="device-less-tensor-in-forward",
+    message="tensor created without `device=` where input tensors are at hand: it lives on the CPU",
+    fix_title="create it on the input's device: `device=x.device`, or `x.new_zeros(...)`",
+    doc=__doc__ or "",
+    check=check,
+)

@@ -1,0 +1,506 @@
+"""FRY010 inference-in-train-mode.
+
+## What it does
+Finds models used for prediction in the wrong autograd or module mode, in two shapes:
+
+- weights loaded (``model.load_state_dict(...)``, or a whole model from ``torch.load``/``torch.jit.load``) and the
+  model then called (``model(x)``, ``model.forward/inference/predict(x)``) with no ``model.eval()`` in between,
+  in code that does not train (no ``backward()``/``optimizer.step()`` in the function) and never calls
+  ``model.train()``;
+- a model switched to ``eval()`` and then called in a loop whose outputs are kept (``outs.append(model(x))``)
+  outside ``torch.no_grad()``/``torch.inference_mode()``, in a function that does not train.
+
+Not reported: models whose layers behave the same in both modes (``nn.Linear``, a ``nn.Sequential`` of such layers,
+a module class of this file built only from them), models handed to another call before the prediction (it may
+switch the mode), models that come from ``from_pretrained`` (transformers and diffusers return them in eval mode),
+loops under a grad-mode context or decorator (also ``torch.enable_grad()``: computing gradients is then meant),
+functions called under ``torch.no_grad()`` in this file, and frozen models (``requires_grad_(False)``).
+
+## Why is this bad
+A freshly built module is in training mode: dropout drops activations at random and batch norm normalises with the
+statistics of the current batch (and updates its running statistics), so predictions are noisy and depend on the
+batch (3D-BoundingBox#29). And without ``no_grad``, every call records an autograd graph; keeping the outputs keeps
+every graph, with all its activations, alive until the list goes: memory grows with each input until the process
+runs out (SeqNet#13, IFRNet#30).
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Linear(32, 32), nn.Dropout(), nn.Linear(32, 4))
+model.load_state_dict(torch.load("head.pt", map_location="cpu"))
+pred = model(torch.randn(1, 32))  # FRY010
+
+
+def embed(encoder, images):
+    encoder.eval()
+    feats = []
+    for img in images:
+        feats.append(encoder(img))  # FRY010
+    return feats
+```
+
+## Use instead
+```python
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Linear(32, 32), nn.Dropout(), nn.Linear(32, 4))
+model.load_state_dict(torch.load("head.pt", map_location="cpu"))
+model.eval()
+with torch.no_grad():
+    pred = model(torch.randn(1, 32))
+
+
+@torch.no_grad()
+def embed(encoder, images):
+    encoder.eval()
+    feats = []
+    for img in images:
+        feats.append(encoder(img))
+    return feats
+```
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+
+from ferry.lint.context import FileContext, dotted
+from ferry.lint.model import Finding, Rule
+from ferry.lint.rules._training import (
+    before,
+    calls_in,
+    exclusive,
+    grad_mode_context,
+    innermost_loop,
+    move_chain_root,
+    scope_node,
+    walk_scope,
+)
+
+#: Methods through which a model is used for prediction.
+PREDICT_METHODS = frozenset({"forward", "inference", "predict"})
+WHOLE_MODEL_LOADS = frozenset({"torch.load"})
+
+#: torch.nn layers that behave the same in training and in eval mode.
+MODE_FREE_LAYERS = frozenset(
+    """
+    Linear Bilinear LazyLinear Identity Flatten Unflatten Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d
+    ConvTranspose3d Embedding EmbeddingBag LayerNorm GroupNorm RMSNorm LocalResponseNorm ReLU ReLU6 LeakyReLU PReLU
+    ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Hardtanh Hardsigmoid Hardswish Softplus Softsign Softmax LogSoftmax
+    Softmin MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d
+    AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d Upsample PixelShuffle PixelUnshuffle
+    ZeroPad2d ConstantPad1d ConstantPad2d ReflectionPad2d ReplicationPad2d Parameter Buffer
+    """.split()
+)
+CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+#: Calls that show a function trains (computes gradients, steps an optimizer) or, for loaded weights, computes a loss.
+GRADIENT_METHODS = frozenset({"backward", "manual_backward", "zero_grad"})
+GRADIENT_FUNCTIONS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+LOSS_WORDS = ("loss", "criterion")
+
+#: Operations on an output that keep its autograd graph (what a kept value may be made of).
+GRAPH_KEEPING = frozenset(
+    """
+    softmax log_softmax sigmoid tanh relu exp log squeeze unsqueeze view reshape flatten permute transpose
+    contiguous float half double to cpu cuda clone mean sum norm
+    """.split()
+)
+ACCUMULATORS = frozenset({"append", "extend", "insert"})
+
+
+def _inside(node: ast.AST, outer: ast.AST) -> bool:
+    """Whether ``node`` lies within the source span of ``outer``."""
+    start = (getattr(outer, "lineno", 0), getattr(outer, "col_offset", 0))
+    end = (getattr(outer, "end_lineno", 0) or 0, getattr(outer, "end_col_offset", 0) or 0)
+    here = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+    there = (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+    return start <= here and there <= end
+
+
+def _chain_has_eval(expr: ast.AST) -> bool:
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr == "eval":
+            return True
+        expr = expr.func.value
+    return False
+
+
+def _switches_mode(call: ast.Call, model: str) -> bool:
+    callee = call.func
+    return (
+        isinstance(callee, ast.Attribute)
+        and callee.attr in ("eval", "train")
+        and dotted(move_chain_root(callee.value)) == model
+    )
+
+
+def _is_model_call(call: ast.Call, name: str) -> bool:
+    callee = call.func
+    if dotted(callee) == name:
+        return True
+    return isinstance(callee, ast.Attribute) and callee.attr in PREDICT_METHODS and dotted(callee.value) == name
+
+
+def _frozen(scope: ast.AST) -> bool:
+    """Whether the function freezes parameters (``requires_grad_(False)``, ``p.requires_grad = False``)."""
+    for node in walk_scope(scope):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_":
+            return True
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets
+        ):
+            return True
+    return False
+
+
+def _graph_source(expr: ast.AST) -> ast.AST:
+    """The call or name under graph-keeping indexing, attributes and methods (``out[0].softmax(1)`` -> ``out``)."""
+    while True:
+        if isinstance(expr, ast.Subscript | ast.Attribute):
+            expr = expr.value
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in GRAPH_KEEPING:
+            expr = expr.func.value
+        else:
+            return expr
+
+
+class _Facts:
+    """What both shapes ask about one file, indexed once."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.by_method: dict[str, list[ast.Call]] = defaultdict(list)
+        for call in ctx.nodes(ast.Call):
+            if isinstance(call.func, ast.Attribute):
+                self.by_method[call.func.attr].append(call)
+        self.assigns: dict[str, list[ast.Assign]] = defaultdict(list)
+        for assign in ctx.nodes(ast.Assign):
+            for target in assign.targets:
+                name = dotted(target)
+                if name:
+                    self.assigns[name].append(assign)
+        self._trains: dict[tuple[ast.AST, bool], bool] = {}
+        self._calls: dict[ast.AST, list[ast.Call]] = {}
+
+    def calls(self, scope: ast.AST) -> list[ast.Call]:
+        """The calls of ``scope``'s own code, in source order."""
+        if scope not in self._calls:
+            self._calls[scope] = sorted(calls_in(scope), key=lambda c: (c.lineno, c.col_offset))
+        return self._calls[scope]
+
+    def trains(self, scope: ast.AST, *, with_losses: bool) -> bool:
+        """Whether ``scope`` computes gradients or steps an optimizer (or, ``with_losses``, computes a loss)."""
+        key = (scope, with_losses)
+        if key not in self._trains:
+            self._trains[key] = any(self._training_call(call, with_losses) for call in self.calls(scope))
+        return self._trains[key]
+
+    def _training_call(self, call: ast.Call, with_losses: bool) -> bool:
+        callee = call.func
+        if isinstance(callee, ast.Attribute):
+            if callee.attr in GRADIENT_METHODS:
+                return True
+            if callee.attr == "step" and "optim" in (dotted(callee.value) or "").lower():
+                return True
+            if callee.attr == "grad" and self.ctx.call_name(call) in GRADIENT_FUNCTIONS:
+                return True
+        if with_losses:
+            name = (dotted(callee) or "").rsplit(".", 1)[-1].lower()
+            return any(word in name for word in LOSS_WORDS)
+        return False
+
+    def binding(self, name: str, at: ast.AST) -> tuple[bool, ast.expr | None]:
+        """``(bound in at's own scope before at, the assigned expression if it is one)``."""
+        kinds = self.ctx.kinds
+        entries = kinds.bindings.get(kinds.scope_of(at), {}).get(name, [])
+        use = (getattr(at, "lineno", 0), getattr(at, "col_offset", 0))
+        earlier = [source for position, source in entries if position <= use]
+        if not earlier:
+            return False, None
+        source = earlier[-1]
+        return True, source[1] if source[0] == "expr" else None
+
+    def rebound_within(self, name: str, outer: ast.AST, scope: ast.AST) -> list[ast.Assign]:
+        """Assignments to ``name`` inside ``outer``'s span, in ``scope``'s own code."""
+        return [a for a in self.assigns.get(name, []) if _inside(a, outer) and scope_node(self.ctx, a) is scope]
+
+    # -- the model --------------------------------------------------------------------------------------------
+
+    def known_eval(self, built: ast.AST) -> bool:
+        """Whether the expression that built the model leaves it in eval mode.
+
+        ``Net().eval()``, ``AutoModel.from_pretrained(...)`` (transformers and diffusers switch to eval), or a
+        function of this file that calls ``eval()``.
+        """
+        if _chain_has_eval(built):
+            return True
+        root = move_chain_root(built)
+        if not isinstance(root, ast.Call):
+            return False
+        if isinstance(root.func, ast.Attribute) and root.func.attr == "from_pretrained":
+            return True
+        if isinstance(root.func, ast.Name):
+            defined = self.ctx.kinds.functions.get(root.func.id, [])
+            if len(defined) == 1:
+                return any(isinstance(c.func, ast.Attribute) and c.func.attr == "eval" for c in calls_in(defined[0]))
+        return False
+
+    def mode_free(self, expr: ast.AST, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether the module ``expr`` builds is proven to behave the same in training and eval mode."""
+        expr = move_chain_root(expr)
+        if not isinstance(expr, ast.Call):
+            return False
+        full = self.ctx.call_name(expr) or ""
+        if full.startswith("torch.nn."):
+            last = full.rsplit(".", 1)[-1]
+            if last in MODE_FREE_LAYERS:
+                return True
+            if last in CONTAINERS:
+                items: list[ast.AST] = []
+                for arg in expr.args:
+                    items.extend(arg.elts if isinstance(arg, ast.List | ast.Tuple) else [arg])
+                return all(self.mode_free(item, seen) for item in items)
+            return False
+        kinds = self.ctx.kinds
+        if full in kinds.classes and kinds.class_is_module(full) and full not in seen:
+            return self._class_mode_free(kinds.classes[full], seen | {full})
+        return False
+
+    def _class_mode_free(self, cls: ast.ClassDef, seen: frozenset[str]) -> bool:
+        """Whether a module class of this file builds only mode-free layers and never reads ``self.training``."""
+        ctx = self.ctx
+        for base in cls.bases:
+            full = ctx.qualname(base) or ""
+            if full in ctx.kinds.classes and (
+                full in seen or not self._class_mode_free(ctx.kinds.classes[full], seen | {full})
+            ):
+                return False
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and node.attr == "training":
+                return False
+            if isinstance(node, ast.Call):
+                last = (ctx.call_name(node) or "").rsplit(".", 1)[-1]
+                if "dropout" in last.lower() or "batch_norm" in last.lower():
+                    return False
+                if last[:1].isupper() and not self.mode_free(node, seen):
+                    return False  # a class this rule cannot vouch for (a BatchNorm, a timm layer, ...)
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and any((dotted(t) or "").startswith("self.") for t in node.targets)
+            ):
+                kind = ctx.kind(node.value)
+                if not (self.mode_free(node.value, seen) or (kind is not None and not kind.is_module)):
+                    return False  # `self.encoder = build_encoder()`: unknown
+        return True
+
+    def method_without_grad(self, call: ast.Call, model: str) -> bool:
+        """Whether the method a call runs (``forward`` for a plain call), if defined in this file, turns grad off."""
+        ctx = self.ctx
+        kind = ctx.kind(call.func.value if isinstance(call.func, ast.Attribute) else call.func)
+        method = call.func.attr if isinstance(call.func, ast.Attribute) and dotted(call.func) != model else "forward"
+        for func in ctx.kinds.functions.get(method, []):
+            cls = ctx.enclosing_class(func)
+            if cls is None or (kind is not None and kind.cls is not None and kind.cls != cls.name):
+                continue
+            if func.body and grad_mode_context(ctx, func.body[0]):
+                return True
+            for node in walk_scope(func):
+                if isinstance(node, ast.With | ast.AsyncWith) and node.body and grad_mode_context(ctx, node.body[0]):
+                    return True
+        return False
+
+    def called_without_grad(self, scope: ast.AST) -> bool:
+        """Whether the function ``scope`` is called under a grad-mode context somewhere in this file."""
+        if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        for call in self.ctx.nodes(ast.Call):
+            callee = call.func
+            name = callee.attr if isinstance(callee, ast.Attribute) else getattr(callee, "id", "")
+            if name == scope.name and grad_mode_context(self.ctx, call):
+                return True
+        return False
+
+
+# -- shape 1: loaded weights, no eval() ------------------------------------------------------------------------------
+
+
+def _loads(facts: _Facts) -> Iterator[tuple[ast.AST, str, ast.AST | None]]:
+    """``(where the weights are loaded, the model's name, what built it)`` for each load of this file."""
+    ctx = facts.ctx
+    for call in facts.by_method.get("load_state_dict", []):
+        assert isinstance(call.func, ast.Attribute)
+        name = dotted(call.func.value)
+        if name is None or not call.args:
+            continue
+        kind = ctx.kind(call.func.value)
+        if kind is not None and not kind.is_module:
+            continue
+        bound, value = facts.binding(name, call)
+        if bound and value is not None:
+            yield call, name, value
+    for assign in ctx.nodes(ast.Assign):
+        if len(assign.targets) == 1 and isinstance(assign.value, ast.Call):
+            name = dotted(assign.targets[0])
+            if name is not None and ctx.call_name(assign.value) in WHOLE_MODEL_LOADS:
+                yield assign, name, None
+
+
+def _loaded_without_eval(facts: _Facts) -> Iterator[Finding]:
+    ctx = facts.ctx
+    for load, name, built in _loads(facts):
+        if built is not None and (facts.known_eval(built) or facts.mode_free(built)):
+            continue
+        scope = scope_node(ctx, load)
+        if facts.trains(scope, with_losses=True):
+            continue
+        calls = facts.calls(scope)
+        if any(_switches_mode(c, name) for c in calls):
+            continue  # eval() or train() in the function: the mode is taken care of
+        for call in calls:
+            if not before(load, call) or exclusive(ctx, load, call):
+                continue
+            if any(dotted(arg) == name for arg in [*call.args, *(k.value for k in call.keywords)]):
+                break  # handed to another function, which may switch the mode
+            if not _is_model_call(call, name):
+                continue
+            later = [a for a in facts.assigns.get(name, []) if a is not load and before(load, a) and before(a, call)]
+            if any(scope_node(ctx, a) is scope for a in later):
+                break  # rebound in between
+            what = "its weights are loaded" if built is not None else "it is unpickled with `torch.load`"
+            yield Finding(
+                call,
+                message=f"`{name}` is called for prediction after {what} (line {getattr(load, 'lineno', 0)}) but is "
+                f"not switched to eval mode: dropout stays active and batch norm uses batch statistics; fix: call "
+                f"`{name}.eval()` first",
+            )
+            break
+
+
+# -- shape 2: eval() but no no_grad, outputs kept --------------------------------------------------------------------
+
+
+def _eval_sites(facts: _Facts) -> dict[str, list[ast.AST]]:
+    """Model name -> where it was switched to eval: ``model.eval()`` calls and ``model = Net().eval()`` bindings."""
+    ctx = facts.ctx
+    sites: dict[str, list[ast.AST]] = defaultdict(list)
+    for call in facts.by_method.get("eval", []):
+        assert isinstance(call.func, ast.Attribute)
+        name = dotted(move_chain_root(call.func.value))
+        if name:
+            sites[name].append(call)
+        top: ast.AST = call
+        parent = ctx.parent(top)
+        while (isinstance(parent, ast.Attribute) and parent.value is top) or (
+            isinstance(parent, ast.Call) and parent.func is top
+        ):
+            top = parent
+            parent = ctx.parent(top)
+        if isinstance(parent, ast.Assign) and parent.value is top:
+            for target in parent.targets:
+                bound = dotted(target)
+                if bound:
+                    sites[bound].append(parent)
+    return sites
+
+
+def _kept_call(facts: _Facts, kept: ast.AST, loop: ast.AST, scope: ast.AST) -> ast.Call | None:
+    """The call whose output ``kept`` is: directly, or through a name bound in the loop body before it."""
+    source = _graph_source(kept)
+    if isinstance(source, ast.Call):
+        return source
+    if not isinstance(source, ast.Name):
+        return None
+    bound = [a for a in facts.rebound_within(source.id, loop, scope) if before(a, kept)]
+    if not bound or len(bound[-1].targets) != 1:
+        return None
+    value = _graph_source(bound[-1].value)
+    return value if isinstance(value, ast.Call) else None
+
+
+def _grad_off_globally(ctx: FileContext) -> bool:
+    """``torch.set_grad_enabled(False)`` as a statement somewhere: grad mode is not known after it."""
+    for stmt in ctx.nodes(ast.Expr):
+        if isinstance(stmt.value, ast.Call) and ctx.call_name(stmt.value) in (
+            "torch.set_grad_enabled",
+            "torch.autograd.set_grad_enabled",
+        ):
+            return True
+    return False
+
+
+def _kept_outputs(facts: _Facts) -> Iterator[tuple[ast.Call, ast.AST, str]]:
+    """``(the call whose output is kept, the loop, where it is kept)``: ``outs.append(...)`` in a loop, ``[...]``."""
+    ctx = facts.ctx
+    for method in sorted(ACCUMULATORS):
+        for call in facts.by_method.get(method, []):
+            assert isinstance(call.func, ast.Attribute)
+            holder = dotted(call.func.value)
+            loop = innermost_loop(ctx, call) if call.args and holder else None
+            if loop is None or holder is None:
+                continue
+            scope = scope_node(ctx, loop)
+            produced = _kept_call(facts, call.args[-1], loop, scope)
+            if produced is not None and not facts.rebound_within(holder, loop, scope):
+                yield produced, loop, f"`{holder}`"  # (a list made anew in each iteration keeps nothing)
+    for comp in ctx.nodes(ast.ListComp):
+        element = _graph_source(comp.elt)
+        if isinstance(element, ast.Call):
+            parent = ctx.parent(comp)
+            target = dotted(parent.targets[0]) if isinstance(parent, ast.Assign) and len(parent.targets) == 1 else None
+            yield element, comp, f"`{target}`" if target else "a list"
+
+
+def _kept_without_grad_off(facts: _Facts) -> Iterator[Finding]:
+    ctx = facts.ctx
+    sites = _eval_sites(facts)
+    if not sites or _grad_off_globally(ctx):
+        return
+    seen: set[ast.AST] = set()
+    for produced, loop, holder in _kept_outputs(facts):
+        callee = produced.func
+        model = dotted(callee.value if isinstance(callee, ast.Attribute) and callee.attr in PREDICT_METHODS else callee)
+        if model is None or model not in sites or produced in seen or not _is_model_call(produced, model):
+            continue
+        scope = scope_node(ctx, loop)
+        if scope_node(ctx, produced) is not scope or grad_mode_context(ctx, produced):
+            continue
+        if not any(
+            before(site, loop) and scope_node(ctx, site) is scope and not exclusive(ctx, site, loop)
+            for site in sites[model]
+        ):
+            continue  # not switched to eval in this function: not known to be inference
+        if facts.trains(scope, with_losses=False) or _frozen(scope):
+            continue
+        if facts.called_without_grad(scope) or facts.method_without_grad(produced, model):
+            continue
+        seen.add(produced)
+        yield Finding(
+            produced,
+            message=f"`{model}` runs in a loop without `torch.no_grad()` and its outputs are kept in {holder}: each "
+            f"output holds its autograd graph, so memory grows with every input; fix: run the loop under "
+            f"`with torch.inference_mode():` (or `torch.no_grad()`), or keep `.detach()` ed outputs",
+        )
+
+
+def check(ctx: FileContext) -> Iterator[Finding]:
+    """Yield predictions by models left in training mode after loading, and inference loops that keep graphs."""
+    facts = _Facts(ctx)
+    yield from _loaded_without_eval(facts)
+    yield from _kept_without_grad_off(facts)
+
+
+RULE = Rule(
+    code="FRY010",
+    name="inference-in-train-mode",
+    message="a model is used for prediction in training mode or with autograd recording",
+    fix_title="call `model.eval()` before predicting and predict under `torch.inference_mode()`",
+    doc=__doc__ or "",
+    check=check,
+)

@@ -1,0 +1,63 @@
+"""FRY007 module-never-moved.
+
+## What it does
+Finds a module built in the code (a ``torch.nn`` layer or container, a ``torchvision.models`` builder,
+``timm.create_model``, an ``nn.Module`` subclass of the file) that is never moved, while the input it is called with
+was moved to the device (``x.to(device)``, ``.cuda()``, a factory with ``device=``). It reports the line that builds
+the module.
+
+It stays silent when the module may be moved elsewhere: it is moved anywhere in the file, handed to a function,
+aliased or stored, built inside a ``with`` block of an unknown context manager, or its class deals with devices
+itself; and for modules without parameters (``nn.ReLU()``, ``nn.Flatten()``), which run on any device.
+
+## Why is this bad
+The input is on the GPU and the weights are still on the CPU: the first call fails with "Input type
+(torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same". Moving the data without the model
+is the other half of input-on-other-device.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))  # FRY007
+x = torch.randn(16, 4).to(device)
+y = model(x)
+```
+
+## Use instead
+```python
+import torch
+import torch.nn as nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).to(device)
+x = torch.randn(16, 4).to(device)
+y = model(x)
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ferry.lint.context import FileContext
+from ferry.lint.model import Finding, Rule
+from ferry.lint.rules._placement import reports
+
+
+def check(ctx: FileContext) -> Iterator[Finding]:
+    """Yield each module that is never moved while its input is on the device."""
+    for found in reports(ctx, "FRY007"):
+        yield Finding(found.node, message=found.message)
+
+
+RULE = Rule(
+    code="FRY007",
+    name="module-never-moved",
+    message="the module is never moved to the device its input is on",
+    fix_title="move the module after building it: `model.to(device)`",
+    doc=__doc__ or "",
+    check=check,
+)

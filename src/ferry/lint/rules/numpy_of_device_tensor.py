@@ -1,0 +1,94 @@
+"""FRY012 numpy-of-device-tensor.
+
+## What it does
+Finds ``.numpy()`` called on a tensor that lives on an accelerator, with no ``.cpu()`` in between: a tensor created
+with ``device="cuda"`` (or a device that may be an accelerator, such as ``"cuda" if torch.cuda.is_available() else
+"cpu"``), moved there with ``.cuda()`` or ``.to(device)``, computed from such tensors, or the output of a module
+moved there. Not reported: tensors whose device the file does not show (function parameters, devices it cannot
+resolve), ``.numpy(force=True)``, and code under a test about devices (``if device.type == "cpu":``).
+
+## Why is this bad
+``Tensor.numpy()`` only works on CPU tensors. On a GPU it raises ``TypeError: can't convert cuda:0 device type
+tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.`` The code works on a laptop and breaks
+on the first machine with a GPU.
+
+## Example
+```python
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.nn.Linear(4, 2).to(device)
+scores = model(torch.randn(8, 4, device=device))
+probs = scores.softmax(1).detach().numpy()  # FRY012
+```
+
+## Use instead
+```python
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.nn.Linear(4, 2).to(device)
+scores = model(torch.randn(8, 4, device=device))
+probs = scores.softmax(1).detach().cpu().numpy()
+```
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ferry.lint.context import FileContext
+from ferry.lint.model import Edit, Finding, Fix, Rule
+from ferry.lint.rules._tensors import ACCELERATORS, describe, keyword, places
+
+
+def _decides_on_devices(ctx: FileContext, node: ast.AST) -> bool:
+    """Whether ``node`` runs under a test about devices (``if device == "cpu":``): the code knows where it is."""
+    child = node
+    for above in ctx.ancestors(node):
+        if isinstance(above, ast.If | ast.IfExp) and child is not above.test and ctx.mentions_availability(above.test):
+            return True
+        if isinstance(above, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child = above
+    return False
+
+
+def check(ctx: FileContext) -> Iterator[Finding]:
+    """Yield each ``.numpy()`` of a tensor that the file places on an accelerator."""
+    where = places(ctx)
+    for call in ctx.nodes(ast.Call):
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "numpy" and not call.args):
+            continue
+        if keyword(call, "force") is not None:
+            continue  # `.numpy(force=True)` copies to the CPU itself
+        receiver = func.value
+        kind = ctx.kind(receiver)
+        if kind is not None and not kind.is_tensor:
+            continue
+        devices = sorted(where.of(receiver) & ACCELERATORS)
+        if not devices or _decides_on_devices(ctx, call):
+            continue
+        shown = describe(ctx, receiver)
+        if not isinstance(receiver, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
+            shown = f"({shown})"
+        on = " or ".join(f"`{d}`" for d in devices)
+        at = (func.end_lineno or func.lineno, (func.end_col_offset or 0) - len("numpy"))  # just before `numpy`
+        yield Finding(
+            call,
+            message=f"`{shown}` may live on {on}, where `.numpy()` raises; copy it to the CPU first: "
+            f"`{shown}.cpu().numpy()`",
+            fix=Fix("Copy to the CPU first: `.cpu().numpy()`", (Edit(at, at, "cpu()."),)),
+        )
+
+
+RULE = Rule(
+    code="FRY012",
+    name="numpy-of-device-tensor",
+    message="`.numpy()` of a tensor on an accelerator raises: copy it to the CPU first",
+    fix_title="call `.cpu()` before `.numpy()`: `t.detach().cpu().numpy()`",
+    doc=__doc__ or "",
+    check=check,
+)

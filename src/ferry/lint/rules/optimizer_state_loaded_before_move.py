@@ -1,0 +1,195 @@
+"""FRY008 optimizer-state-loaded-before-move.
+
+## What it does
+Finds ``optimizer.load_state_dict(...)`` followed, in the same function (or at module level), by a move of the model
+that the optimizer was built for to an accelerator (``model.to(device)``, ``model.cuda()``). Both lines are
+reported: the load, and the move that comes too late.
+
+The model is the one whose parameters the optimizer was built from (``torch.optim.Adam(model.parameters())``,
+``build_optimizer(model)``), bound in the same function by an expression that does not move it already. Nothing is
+reported when the model was moved before the load, when the two lines lie in branches that never both run, or when
+the optimizer is handed to some other call after the load (``ferry.place(model, device, optimizer=opt)``,
+``accelerator.prepare(model, opt)`` move the state) or its ``state`` is touched after it.
+
+## Why is this bad
+``Optimizer.load_state_dict`` casts every state tensor (Adam's ``exp_avg``, SGD's ``momentum_buffer``) to the
+device of its parameter *at the time of the call*. ``Module.to`` moves parameters and buffers but never the
+optimizer state, so after a later move the state stays on the CPU and the first ``optimizer.step()`` fails with
+"Expected all tensors to be on the same device" (pytorch#8741, pytorch#2830).
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+net = nn.Linear(8, 2)
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+ckpt = torch.load("resume.pt", map_location="cpu")
+net.load_state_dict(ckpt["net"])
+opt.load_state_dict(ckpt["opt"])  # FRY008
+net.to(torch.device("cuda"))  # FRY008
+```
+
+## Use instead
+```python
+import torch
+import torch.nn as nn
+
+net = nn.Linear(8, 2)
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+ckpt = torch.load("resume.pt", map_location="cpu")
+net.load_state_dict(ckpt["net"])
+net.to(torch.device("cuda"))
+opt.load_state_dict(ckpt["opt"])
+```
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ferry.lint.context import FileContext, dotted
+from ferry.lint.model import Finding, Rule
+from ferry.lint.rules._training import (
+    before,
+    calls_in,
+    exclusive,
+    is_device_move,
+    is_optimizer,
+    move_chain_root,
+    scope_node,
+    walk_scope,
+)
+
+PLACE = frozenset({"ferry.place", "ferry.placement.place"})
+
+
+def _binding_value(ctx: FileContext, name: str, at: ast.AST) -> ast.expr | None:
+    """The expression last assigned to ``name`` before ``at``, in ``at``'s own scope (``None``: not bound there)."""
+    kinds = ctx.kinds
+    entries = kinds.bindings.get(kinds.scope_of(at), {}).get(name, [])
+    use = (getattr(at, "lineno", 0), getattr(at, "col_offset", 0))
+    earlier = [source for position, source in entries if position <= use]
+    if not earlier or earlier[-1][0] != "expr":
+        return None
+    value: ast.expr = earlier[-1][1]
+    return value
+
+
+def _models_of(value: ast.expr) -> set[str]:
+    """Names of the modules an optimizer was built from: receivers of ``.parameters()`` and plain arguments."""
+    found: set[str] = set()
+    for node in ast.walk(value):
+        if isinstance(node, ast.Call):
+            callee = node.func
+            if isinstance(callee, ast.Attribute) and callee.attr in ("parameters", "named_parameters"):
+                name = dotted(callee.value)
+                if name:
+                    found.add(name)
+    if isinstance(value, ast.Call):
+        for arg in [*value.args, *(k.value for k in value.keywords)]:
+            name = dotted(arg)
+            if name:
+                found.add(name)
+    return found
+
+
+def _moved(ctx: FileContext, call: ast.Call) -> str | None:
+    """The name of what ``call`` moves to an accelerator, if it is such a move."""
+    if is_device_move(ctx, call):
+        assert isinstance(call.func, ast.Attribute)
+        return dotted(move_chain_root(call.func.value))
+    placed = ctx.call_name(call) in PLACE and 0 < len(call.args) < 3
+    if placed and not any(k.arg == "optimizer" for k in call.keywords):
+        return dotted(move_chain_root(call.args[0]))
+    return None
+
+
+def _belongs(model: str, candidates: set[str]) -> bool:
+    return any(c == model or c.startswith(model + ".") for c in candidates)
+
+
+def _handled_later(ctx: FileContext, scope_calls: list[ast.Call], scope: ast.AST, opt: str, load: ast.Call) -> bool:
+    """Whether the optimizer is handed to a call, or its ``.state`` touched, after the load."""
+    for node in walk_scope(scope):
+        if not before(load, node):
+            continue
+        if isinstance(node, ast.Attribute) and node.attr == "state" and dotted(node.value) == opt:
+            return True
+    for call in scope_calls:
+        if call is load or not before(load, call):
+            continue
+        callee = ctx.call_name(call) or ""
+        if "sched" in callee.lower() or callee.startswith("torch.optim.lr_scheduler."):
+            continue  # an LR scheduler does not move state
+        if any(dotted(arg) == opt for arg in [*call.args, *(k.value for k in call.keywords)]):
+            return True
+    return False
+
+
+def check(ctx: FileContext) -> Iterator[Finding]:
+    """Yield each optimizer state load that runs before its model moves to the device, and that move."""
+    reported: set[ast.AST] = set()
+    scope_calls: dict[ast.AST, list[ast.Call]] = {}
+    for load in ctx.nodes(ast.Call):
+        callee = load.func
+        if not (isinstance(callee, ast.Attribute) and callee.attr == "load_state_dict" and load.args):
+            continue
+        opt = dotted(callee.value)
+        if opt is None or not is_optimizer(ctx, callee.value):
+            continue
+        built = _binding_value(ctx, opt, load)
+        if built is None:
+            continue  # an optimizer passed in: which model it serves, and where that is, is not known here
+        candidates = _models_of(built)
+        if not candidates:
+            continue
+        scope = scope_node(ctx, load)
+        if scope not in scope_calls:
+            scope_calls[scope] = list(calls_in(scope))
+        calls = scope_calls[scope]
+        moves_before: set[str] = set()
+        for call in calls:
+            if before(call, load):
+                moved = _moved(ctx, call)
+                if moved:
+                    moves_before.add(moved)
+        for move in sorted((c for c in calls if before(load, c)), key=lambda c: (c.lineno, c.col_offset)):
+            model = _moved(ctx, move)
+            if model is None or not _belongs(model, candidates) or model in moves_before:
+                continue
+            if exclusive(ctx, load, move):
+                continue
+            value = _binding_value(ctx, model, load)
+            if value is None or any(isinstance(c, ast.Call) and is_device_move(ctx, c) for c in ast.walk(value)):
+                continue  # not built here, or built on the device already
+            if _handled_later(ctx, calls, scope, opt, load):
+                break
+            fix = f"move `{model}` first, or use `ferry.place({model}, device, optimizer={opt})`"
+            if load not in reported:
+                reported.add(load)
+                yield Finding(
+                    load,
+                    message=f"`{opt}.load_state_dict(...)` runs before `{model}` is moved to the device (line "
+                    f"{move.lineno}): the state is cast to the parameters' current device and stays there when "
+                    f"`{model}` moves, so `{opt}.step()` fails with a device mismatch; fix: {fix}",
+                )
+            if move not in reported:
+                reported.add(move)
+                yield Finding(
+                    move,
+                    message=f"`{model}` is moved to the device after `{opt}.load_state_dict(...)` (line "
+                    f"{load.lineno}): `Module.to` does not move optimizer state, which stays behind; fix: {fix}",
+                )
+            break
+
+
+RULE = Rule(
+    code="FRY008",
+    name="optimizer-state-loaded-before-move",
+    message="optimizer state is loaded before the model is moved to the device: the state stays behind",
+    fix_title="move the model to the device before `optimizer.load_state_dict(...)`",
+    doc=__doc__ or "",
+    check=check,
+)

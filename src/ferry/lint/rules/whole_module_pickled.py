@@ -1,0 +1,182 @@
+"""FRY004 whole-module-pickled.
+
+## What it does
+Finds ``torch.save`` called on an ``nn.Module`` itself, or on a checkpoint dict, list or tuple that holds one
+(``{"epoch": epoch, "model": model}``, also when built first and filled with ``state["model"] = model``). A value
+is a module by what it was bound to (``nn`` classes, classes of the file that subclass ``nn.Module``, model
+builders, ``self`` in a module's method), or, for a parameter whose callers are not in the file, by its name
+(``model``, ``net``, ``network``, ``*_model``, ``*_net``) when it is stored as it is; callers in the file that pass
+something else (``save(model.state_dict(), path)``) silence that.
+
+## Why is this bad
+Pickling a module stores a reference to its class (``models.textcnn.TextCNN``), not its code: loading needs the
+same source tree at the same import path, fails after any refactor with "No module named ..." or "Can't get
+attribute ...", cannot load a class defined in a notebook from another script, and is refused by
+``torch.load(weights_only=True)``, the default since PyTorch 2.6.
+
+## Example
+```python
+import torch
+import torch.nn as nn
+
+net = nn.Linear(8, 2)
+torch.save(net, "net.pt")  # FRY004
+
+
+def save_checkpoint(epoch, model, optimizer, path):
+    torch.save({"epoch": epoch, "model": model}, path)  # FRY004
+```
+
+## Use instead
+```python
+import torch
+import torch.nn as nn
+
+net = nn.Linear(8, 2)
+torch.save(net.state_dict(), "net.pt")
+
+
+def save_checkpoint(epoch, model, optimizer, path):
+    torch.save({"epoch": epoch, "model": model.state_dict()}, path)
+```
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ferry.lint.context import FileContext, dotted
+from ferry.lint.model import Finding, Rule
+from ferry.lint.rules._io import parameters
+
+SAVES = frozenset({"torch.save", "torch.serialization.save"})
+MODEL_NAMES = frozenset({"model", "net", "network"})
+MODEL_SUFFIXES = ("_model", "_net", "_network")
+
+
+def _model_parameter(ctx: FileContext, name: ast.Name) -> bool:
+    """Whether ``name`` is an unannotated, never rebound parameter named like a model that no caller fills otherwise."""
+    if name.id not in MODEL_NAMES and not name.id.endswith(MODEL_SUFFIXES):
+        return False
+    func = ctx.enclosing_function(name)
+    if func is None:
+        return False
+    params = [arg for arg, _ in parameters(func)]
+    index = next((i for i, arg in enumerate(params) if arg.arg == name.id), None)
+    if index is None or params[index].annotation is not None:
+        return False
+    if len(ctx.kinds.bindings.get(func, {}).get(name.id, [])) != 1:
+        return False  # rebound in the function: `model = model.state_dict()`
+    method = ctx.enclosing_class(func) is not None and bool(params) and params[0].arg in ("self", "cls")
+    for call in ctx.nodes(ast.Call):
+        callee = call.func.attr if isinstance(call.func, ast.Attribute) else dotted(call.func)
+        if callee != func.name:
+            continue
+        position = index - 1 if method else index
+        passed = next((k.value for k in call.keywords if k.arg == name.id), None)
+        if passed is None and 0 <= position < len(call.args):
+            passed = call.args[position]
+        if passed is not None:
+            kind = ctx.kind(passed)
+            if kind is None or not kind.is_module:
+                return False
+    return True
+
+
+def _module(ctx: FileContext, node: ast.expr) -> bool:
+    kind = ctx.kind(node)
+    if kind is not None:
+        return kind.is_module
+    return isinstance(node, ast.Name) and _model_parameter(ctx, node)
+
+
+def _literal(ctx: FileContext, node: ast.expr, at: ast.AST) -> ast.expr | None:
+    """The dict/list/tuple literal ``node`` is, or that the name ``node`` was last bound to before ``at``."""
+    if isinstance(node, ast.Dict | ast.List | ast.Tuple):
+        return node
+    if not isinstance(node, ast.Name):
+        return None
+    scope = ctx.kinds.scope_of(node)
+    entries = ctx.kinds.bindings.get(scope, {}).get(node.id, [])
+    where = (getattr(at, "lineno", 0), getattr(at, "col_offset", 0))
+    before = [source for position, source in entries if position <= where]
+    if before and before[-1][0] == "expr" and isinstance(before[-1][1], ast.Dict | ast.List | ast.Tuple):
+        return before[-1][1]
+    return None
+
+
+def _held_modules(ctx: FileContext, obj: ast.expr, at: ast.Call) -> Iterator[tuple[str, ast.expr]]:
+    """``(where, value)`` for each module held by the container ``obj`` (``'key "model"'``, ``"item 0"``)."""
+    literal = _literal(ctx, obj, at)
+    if isinstance(literal, ast.Dict):
+        for key, value in zip(literal.keys, literal.values, strict=True):
+            if key is not None and _module(ctx, value):
+                yield (f"key {ctx.segment(key)}", value)
+    elif isinstance(literal, ast.List | ast.Tuple):
+        for i, item in enumerate(literal.elts):
+            if not isinstance(item, ast.Starred) and _module(ctx, item):
+                yield (f"item {i}", item)
+    if isinstance(obj, ast.Name):  # state["model"] = model, between the literal and the save
+        func = ctx.enclosing_function(at)
+        for assign, target in _item_stores(ctx).get(obj.id, []):
+            if assign.lineno < at.lineno and ctx.enclosing_function(assign) is func and _module(ctx, assign.value):
+                yield (f"key {ctx.segment(target.slice)}", assign.value)
+
+
+_STORES: dict[int, tuple[FileContext, dict[str, list[tuple[ast.Assign, ast.Subscript]]]]] = {}
+
+
+def _item_stores(ctx: FileContext) -> dict[str, list[tuple[ast.Assign, ast.Subscript]]]:
+    """Name -> the ``name[key] = value`` statements of the file (built once per file)."""
+    held = _STORES.get(id(ctx))
+    if held is not None and held[0] is ctx:
+        return held[1]
+    stores: dict[str, list[tuple[ast.Assign, ast.Subscript]]] = {}
+    for assign in ctx.nodes(ast.Assign):
+        for target in assign.targets:
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                stores.setdefault(target.value.id, []).append((assign, target))
+    _STORES.clear()
+    _STORES[id(ctx)] = (ctx, stores)
+    return stores
+
+
+def check(ctx: FileContext) -> Iterator[Finding]:
+    """Yield each ``torch.save`` of a module, or of a container holding one."""
+    if "save(" not in ctx.source:
+        return
+    for call in ctx.nodes(ast.Call):
+        if ctx.call_name(call) not in SAVES or not call.args or isinstance(call.args[0], ast.Starred):
+            continue
+        obj = call.args[0]
+        shown = ctx.segment(obj) if len(ctx.segment(obj)) <= 40 else "obj"
+        if _module(ctx, obj):
+            yield Finding(
+                call,
+                message=f"`torch.save({shown}, ...)` pickles the whole module: loading needs its class at the same "
+                f"import path and fails with weights_only=True; fix: `torch.save({shown}.state_dict(), ...)` and "
+                f"load it into a freshly built model",
+            )
+            continue
+        if isinstance(obj, ast.Dict | ast.List | ast.Tuple) and shown == "obj":
+            shown = {ast.Dict: "dict", ast.List: "list", ast.Tuple: "tuple"}[type(obj)]
+        for where, value in _held_modules(ctx, obj, call):
+            name = ctx.segment(value)
+            yield Finding(
+                call,
+                message=f"the `{shown}` saved by `torch.save` holds the whole module `{name}` ({where}): loading needs "
+                f"its class at the same import path and fails with weights_only=True; fix: store "
+                f"`{name}.state_dict()` instead",
+            )
+            break
+
+
+RULE = Rule(
+    code="FRY004",
+    name="whole-module-pickled",
+    message="`torch.save` pickles a whole `nn.Module`: loading needs its class at the same import path",
+    fix_title="save the module's `state_dict()` and load it into a freshly built model",
+    doc=__doc__ or "",
+    check=check,
+)
