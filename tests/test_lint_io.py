@@ -55,6 +55,21 @@ def test_map_location_fix_adds_the_device_in_scope(source: str, expected: str) -
     assert [] == lint_source(expected, rules=FRY003)
 
 
+def test_no_fix_where_the_argument_has_its_own_parentheses() -> None:
+    source = "import torch\n\ndef f(path, device):\n    return torch.load((path))\n"
+    [diagnostic] = lint_source(source, rules=FRY003)
+    assert diagnostic.fix is None
+    assert "map_location=device" in diagnostic.message
+
+
+def test_fix_keeps_a_trailing_comment() -> None:
+    source = "import torch\n\ndef f(path, device):\n    return torch.load(path  # here\n    )\n"
+    [diagnostic] = lint_source(source, rules=FRY003)
+    assert diagnostic.fix is not None
+    expected = "import torch\n\ndef f(path, device):\n    return torch.load(path, map_location=device  # here\n    )\n"
+    assert expected == apply(source, diagnostic.fix.edits)
+
+
 def test_no_fix_without_a_device_variable() -> None:
     [diagnostic] = lint_source("import torch\n\ndef f(path):\n    return torch.load(path)\n", rules=FRY003)
     assert diagnostic.fix is None

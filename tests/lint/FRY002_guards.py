@@ -40,6 +40,20 @@ class Block(nn.Module):
         return x * mask
 
 
+class Loss(nn.Module):
+    def __init__(self, use_cuda=True):
+        super().__init__()
+        self.use_cuda = use_cuda
+
+    def forward(self, x):
+        if self.use_cuda:
+            x = x.cuda()
+        return x.sum()
+
+
+loss = Loss(use_cuda=torch.cuda.is_available())
+
+
 def make(n, device="cuda"):  # FRY002
     return torch.zeros(n, device=device)
 
@@ -189,6 +203,18 @@ class Eraser:
 
     def __call__(self, x):
         return torch.empty(x.shape, device=self.device)
+
+
+def device_with_fallback():
+    device = torch.device("cuda")
+    if not torch.cuda.is_available():
+        device = torch.device("cpu")
+    return device
+
+
+def device_once():
+    target = torch.device("cuda", 0)  # FRY002
+    return target
 
 
 def main():

@@ -115,3 +115,10 @@ def cpu_device(net):
     device = torch.device("cpu")
     net.to(device)
     return net(torch.randn(2, 4))
+
+
+def factory_keywords_from_a_dict(kernel_size, device=None, dtype=None):
+    dd = dict(device=device, dtype=dtype)
+    x = torch.eye(kernel_size, **dd)
+    k = torch.arange(kernel_size, device=device)[None, :]
+    return x * k

@@ -3,8 +3,8 @@
 - :func:`device_guarded`: code that runs only after a decision on devices (an availability check, a device
   comparison, a device flag the caller sets), or inside code that exists only for CUDA.
 - :func:`cuda_constant` / :func:`cuda_device_call`: ``"cuda"``, ``"cuda:0"``, ``torch.device("cuda", 0)``.
+- :func:`script_level`, :func:`is_test_file`: top-level script code and test files, where FRY002 says less.
 - :func:`device_variable`: the name of a device chosen earlier in scope, for ``map_location=`` fixes.
-- :func:`holds_module`: whether a value about to be pickled is (or contains) an ``nn.Module``.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def says_cuda(name: str) -> bool:
 
 def cuda_path(path: str) -> bool:
     """Whether a file's path says it is CUDA code: ``utils/cuda.py``, ``ops/cuda_kernels.py``, ``torch/cuda/...``."""
-    parts = [part.lower() for part in PurePath(path).parts[-3:]]
+    parts = [part.lower() for part in PurePath(path).parts[-2:]]
     if parts:
         parts[-1] = parts[-1].removesuffix(".py")
     return any(part in CUDA_ONLY_WORDS or part.startswith(tuple(f"{w}_" for w in CUDA_ONLY_WORDS)) for part in parts)
@@ -139,6 +139,7 @@ class _Guards:
         for func in funcs:
             for arg, default in parameters(func):
                 self.parameter_defaults.setdefault(arg.arg, []).append(default)
+        self.passed = {k.arg for call in ctx.nodes(ast.Call) for k in call.keywords if k.arg is not None}
 
     def decision(self, test: ast.AST) -> bool:
         """Whether ``test`` decides on devices: availability, a device comparison, ``x.is_cuda``, a device flag."""
@@ -153,30 +154,30 @@ class _Guards:
         for sub in ast.walk(test):
             if isinstance(sub, ast.Attribute) and sub.attr in ("is_cuda", "device", "is_mps", "is_cpu"):
                 return True  # `x.is_cuda`, `if device.type ...`: following where the data already is
-            if isinstance(sub, ast.Call) and self.ctx.call_name(sub) == "isinstance":
-                continue
             name = dotted(sub) if isinstance(sub, ast.Name | ast.Attribute) else None
             last = name.rsplit(".", 1)[-1].lower() if name else ""
-            if last and any(word in last for word in DEVICE_WORDS) and not self._defaults_true(name or ""):
+            if name and any(word in last for word in DEVICE_WORDS) and not self._defaults_true(name):
                 return True  # `if use_gpu:`, `if args.cuda:`, `if not no_cuda:`: the caller chose
         return False
 
-    def _defaults_true(self, name: str, seen: frozenset[str] = frozenset()) -> bool:
-        """Whether the flag ``name`` is ``True`` unless someone changes it (a default of ``use_gpu=True``)."""
-        if name in seen:
-            return False
-        values: list[ast.expr | None] = list(self.ctx.kinds.assigned_values(name))  # type: ignore[arg-type]
-        last = name.rsplit(".", 1)[-1]
-        if "." not in name or name.startswith("self."):
-            values.extend(self.parameter_defaults.get(last, []) if "." not in name else [])
+    def _defaults_true(self, name: str) -> bool:
+        """Whether the flag ``name`` stays ``True`` unless a caller changes it: ``use_gpu=True``, never passed.
+
+        A flag passed by keyword anywhere in the file (``Loss(use_gpu=torch.cuda.is_available())``) is a choice.
+        """
+        values: list[ast.AST | None] = list(self.ctx.kinds.assigned_values(name))
+        if "." not in name:
+            if name in self.passed:
+                return False
+            values.extend(self.parameter_defaults.get(name, []))
         if not values:
             return False
         for value in values:
             if isinstance(value, ast.Constant) and value.value is True:
                 continue
-            inner = dotted(value) if isinstance(value, ast.Name | ast.Attribute) else None
-            if inner is not None and "." not in inner and inner in self.parameter_defaults:
-                defaults = self.parameter_defaults[inner]
+            inner = value.id if isinstance(value, ast.Name) else None  # `self.use_gpu = use_gpu`
+            if inner is not None and inner not in self.passed:
+                defaults = self.parameter_defaults.get(inner, [None])
                 if all(isinstance(d, ast.Constant) and d.value is True for d in defaults):
                     continue
             return False
@@ -224,18 +225,15 @@ class _Guards:
         return False
 
 
-_GUARDS: dict[int, tuple[FileContext, _Guards]] = {}
+_LATEST: list[tuple[FileContext, _Guards]] = []
 
 
 def guards(ctx: FileContext) -> _Guards:
-    """The guard memo of ``ctx`` (one per file; the last few are kept)."""
-    held = _GUARDS.get(id(ctx))
-    if held is not None and held[0] is ctx:
-        return held[1]
-    if len(_GUARDS) > 8:
-        _GUARDS.clear()
+    """The guard memo of ``ctx``, shared by the rules that run on the same file (the latest file's is kept)."""
+    if _LATEST and _LATEST[0][0] is ctx:
+        return _LATEST[0][1]
     made = _Guards(ctx)
-    _GUARDS[id(ctx)] = (ctx, made)
+    _LATEST[:] = [(ctx, made)]
     return made
 
 

@@ -311,7 +311,12 @@ class CallsMixin(DevicesMixin):
         return None
 
     def _factory(self, node: ast.Call, name: str, args: Args, device: ast.expr | None, made_here: str | None) -> Val:
-        """``torch.zeros(...)``, ``torch.tensor(data)``: on ``device=`` if given, else on the host."""
+        """``torch.zeros(...)``, ``torch.tensor(data)``: on ``device=`` if given, else on the host.
+
+        ``**kwargs`` may carry a device (``torch.eye(n, **dd)`` with ``dd = dict(device=..., dtype=...)``): unknown.
+        """
+        if device is None and any(k.arg is None for k in node.keywords):
+            return Val("tensor")
         if device is not None:
             where = self.device_where(device)
             return Val("tensor", where, scalar=self._shape_scalar(node, name), dev=self.segment(device))

@@ -84,7 +84,8 @@ def make_mask(n, device=None):
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
@@ -211,43 +212,68 @@ def _callee_places(ctx: FileContext, call: ast.Call, keyword: str) -> bool:
     return keyword not in params or _places(ctx, defined[0], keyword)
 
 
-def _calls(ctx: FileContext) -> Iterator[tuple[ast.AST, str]]:
-    """Hard-coded CUDA in calls: ``(node to report, message)``, before guards are looked at."""
+Candidate = tuple[ast.AST, Callable[[], str]]  # where, and the message (built only if reported)
+
+
+def _device_call_message(ctx: FileContext, call: ast.Call) -> str:
+    return f"`{ctx.segment(call)}` hard-codes the CUDA device; fix: {_fix(ctx, call, 'device=DEVICE')}"
+
+
+def _cuda_message(ctx: FileContext, call: ast.Call, receiver: ast.expr) -> str:
+    shown = _shown(ctx, receiver)
+    args = ", ".join(ctx.segment(a) for a in [*call.args, *call.keywords])
+    return f"`{shown}.cuda({args})` hard-codes the CUDA device; fix: {_fix(ctx, call, f'{shown}.to(DEVICE)')}"
+
+
+def _to_message(ctx: FileContext, call: ast.Call, receiver: ast.expr, spec: str) -> str:
+    fix = _fix(ctx, call, f"{_shown(ctx, receiver)}.to(DEVICE)")
+    return f'`.to("{spec}")` hard-codes the CUDA device; fix: {fix}'
+
+
+def _keyword_message(ctx: FileContext, call: ast.Call, keyword: str, spec: str) -> str:
+    return f'`{keyword}="{spec}"` hard-codes the CUDA device; fix: {_fix(ctx, call, f"{keyword}=DEVICE")}'
+
+
+def _calls(ctx: FileContext) -> Iterator[Candidate]:
+    """Hard-coded CUDA in calls, before guards are looked at."""
     for call in ctx.nodes(ast.Call):
         func = call.func
         full = ctx.call_name(call) or ""
         if full.startswith("torch.cuda."):
             continue  # CUDA's own API: CUDA-only by definition
         if cuda_device_call(ctx, call):
-            if not _under_compare(ctx, call) and not isinstance(ctx.parent(call), ast.arguments):
-                shown = ctx.segment(call)
-                yield call, f"`{shown}` hard-codes the CUDA device; fix: " + _fix(ctx, call, "device=DEVICE")
+            above = ctx.parent(call)
+            if isinstance(above, ast.Assign | ast.AnnAssign | ast.arguments):
+                continue  # a device variable or a parameter default: see _assignments and _defaults
+            if not _under_compare(ctx, call):
+                yield call, partial(_device_call_message, ctx, call)
             continue
         if isinstance(func, ast.Attribute) and func.attr == "cuda" and dotted(func.value) not in ctx.imports:
             positional = call.args[0] if call.args else None
             chosen = positional or next((k.value for k in call.keywords if k.arg == "device"), None)
             if chosen is None or (isinstance(chosen, ast.Constant) and not isinstance(chosen.value, bool)):
-                receiver = _shown(ctx, func.value)
-                args = ", ".join(ctx.segment(a) for a in [*call.args, *call.keywords])
-                fix = _fix(ctx, call, f"{receiver}.to(DEVICE)")
-                yield func, f"`{receiver}.cuda({args})` hard-codes the CUDA device; fix: {fix}"
+                yield func, partial(_cuda_message, ctx, call, func.value)
             continue
         to_spec = cuda_spec(call.args[0]) if call.args else None
         if isinstance(func, ast.Attribute) and func.attr == "to" and to_spec is not None:
-            receiver = _shown(ctx, func.value)
-            fix = _fix(ctx, call, f"{receiver}.to(DEVICE)")
-            yield call.args[0], f'`.to("{to_spec}")` hard-codes the CUDA device; fix: {fix}'
+            yield call.args[0], partial(_to_message, ctx, call, func.value, to_spec)
             continue
         if full == "torch.device":
             continue
         for keyword in call.keywords:
             spec = cuda_spec(keyword.value)
             if keyword.arg in DEVICE_KEYWORDS and spec is not None and _callee_places(ctx, call, keyword.arg):
-                fix = _fix(ctx, call, f"{keyword.arg}=DEVICE")
-                yield keyword.value, f'`{keyword.arg}="{spec}"` hard-codes the CUDA device; fix: {fix}'
+                yield keyword.value, partial(_keyword_message, ctx, call, keyword.arg, spec)
 
 
-def _defaults(ctx: FileContext) -> Iterator[tuple[ast.AST, str]]:
+def _default_message(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef, arg: str, value: ast.AST) -> str:
+    return (
+        f"parameter `{arg}` of `{func.name}` defaults to `{ctx.segment(value)}`: every call that leaves it out fails "
+        f"where CUDA is not available; fix: default to `None` and choose with `ferry.pick_device({arg})`"
+    )
+
+
+def _defaults(ctx: FileContext) -> Iterator[Candidate]:
     """``def f(x, device="cuda")``: every call that leaves ``device`` out needs CUDA."""
     funcs: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
         *ctx.nodes(ast.FunctionDef),
@@ -259,14 +285,7 @@ def _defaults(ctx: FileContext) -> Iterator[tuple[ast.AST, str]]:
                 continue
             hard = (cuda_constant(default) and _device_name(arg.arg)) or cuda_device_call(ctx, default)
             if hard and _places(ctx, func, arg.arg) and not _falls_back(ctx, func):
-                yield (
-                    default,
-                    (
-                        f"parameter `{arg.arg}` of `{func.name}` defaults to `{ctx.segment(default)}`: every call that "
-                        f"leaves it out fails where CUDA is not available; fix: default to `None` and choose with "
-                        f"`ferry.pick_device({arg.arg})`"
-                    ),
-                )
+                yield default, partial(_default_message, ctx, func, arg.arg, default)
 
 
 def _single_binding(ctx: FileContext, target: ast.expr) -> bool:
@@ -284,7 +303,14 @@ def _single_binding(ctx: FileContext, target: ast.expr) -> bool:
     return len(entries) == 1
 
 
-def _assignments(ctx: FileContext) -> Iterator[tuple[ast.AST, str]]:
+def _assignment_message(ctx: FileContext, name: str, value: ast.AST) -> str:
+    return (
+        f"`{name}` is set to `{ctx.segment(value)}` without an availability check: everything placed on it fails "
+        f"where CUDA is not available; fix: `{name} = ferry.pick_device()` (CUDA when there is one, else the CPU)"
+    )
+
+
+def _assignments(ctx: FileContext) -> Iterator[Candidate]:
     """``device = "cuda"``: the device variable of a script or function, set once, with no fallback."""
     pairs: list[tuple[ast.expr, ast.expr]] = []
     for assign in ctx.nodes(ast.Assign):
@@ -295,18 +321,11 @@ def _assignments(ctx: FileContext) -> Iterator[tuple[ast.AST, str]]:
             pairs.append((annotated.target, annotated.value))
     for target, value in pairs:
         name = dotted(target)
-        if name is None or not _device_name(name):
-            continue
-        if not (cuda_constant(value) or cuda_device_call(ctx, value)) or not _single_binding(ctx, target):
-            continue
-        yield (
-            value,
-            (
-                f"`{name}` is set to `{ctx.segment(value)}` without an availability check: everything placed on it "
-                f"fails where CUDA is not available; fix: `{name} = ferry.pick_device()` (CUDA when there is one, "
-                f"else the CPU)"
-            ),
-        )
+        if name is None or says_cuda(name.rsplit(".", 1)[-1]):
+            continue  # `cuda_device = torch.device("cuda")`: a CUDA constant, not the device choice
+        hard = (cuda_constant(value) and _device_name(name)) or cuda_device_call(ctx, value)
+        if hard and _single_binding(ctx, target):
+            yield value, partial(_assignment_message, ctx, name, value)
 
 
 def check(ctx: FileContext) -> Iterator[Finding]:
@@ -317,7 +336,7 @@ def check(ctx: FileContext) -> Iterator[Finding]:
     for node, message in _assignments(ctx):
         if node not in seen and not device_guarded(ctx, node):
             seen.add(node)
-            yield Finding(node, message=message)
+            yield Finding(node, message=message())
     for source in (_defaults(ctx), _calls(ctx)):
         for node, message in source:
             if node in seen or script_level(ctx, node) or device_guarded(ctx, node):
@@ -325,9 +344,9 @@ def check(ctx: FileContext) -> Iterator[Finding]:
             seen.add(node)
             if isinstance(node, ast.Attribute):  # `.cuda`: report at the method, not at the start of the chain
                 end = node.end_lineno or node.lineno
-                yield Finding(node, message=message, line=end, col=(node.end_col_offset or 0) - len("cuda"))
+                yield Finding(node, message=message(), line=end, col=(node.end_col_offset or 0) - len("cuda"))
             else:
-                yield Finding(node, message=message)
+                yield Finding(node, message=message())
 
 
 RULE = Rule(

@@ -45,6 +45,7 @@ def restore(path, net, device):
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from ferry.lint.context import FileContext, dotted
@@ -56,7 +57,7 @@ SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 
 def _round_trip(ctx: FileContext, call: ast.Call) -> bool:
-    """Whether the same function (or module) saved to the file or buffer that ``call`` loads, before it."""
+    """Whether the function around ``call`` saved to the file or buffer it loads, before it (not top-level code)."""
     source = dotted(call.args[0]) if call.args and isinstance(call.args[0], ast.Name | ast.Attribute) else None
     if source is None and call.args and isinstance(call.args[0], ast.Constant):
         source = repr(call.args[0].value)
@@ -88,6 +89,26 @@ def _dataset_cache(ctx: FileContext, call: ast.Call) -> bool:
     return any(name.endswith("Dataset") for name in names)
 
 
+_CLOSING = re.compile(r"\s*,?\s*(#[^\n]*\s*)*\)")
+
+
+def _after_last_argument(ctx: FileContext, call: ast.Call) -> tuple[int, int] | None:
+    """Where ``, map_location=...`` goes: right after the last argument, if only a comma, comments and ``)`` follow.
+
+    ``None`` when anything else does (``torch.load((path))``: the argument's own parentheses).
+    """
+    last: ast.expr = call.keywords[-1].value if call.keywords else call.args[-1]
+    if last.end_lineno is None or last.end_col_offset is None or call.end_lineno is None:
+        return None
+    lines = ctx.source.split("\n")
+    if call.end_lineno > len(lines):
+        return None
+    between = [lines[n - 1] for n in range(last.end_lineno, call.end_lineno + 1)]
+    between[-1] = between[-1].encode()[: call.end_col_offset].decode(errors="replace")  # the line of `)`
+    between[0] = between[0].encode()[last.end_col_offset :].decode(errors="replace")  # then of the argument
+    return (last.end_lineno, last.end_col_offset) if _CLOSING.fullmatch("\n".join(between)) else None
+
+
 def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield each ``torch.load`` without ``map_location``, with a safe fix when a device variable is in scope."""
     if "load(" not in ctx.source:
@@ -106,10 +127,10 @@ def check(ctx: FileContext) -> Iterator[Finding]:
             shown = "f"
         device = device_variable(ctx, call)
         fix = None
+        at = _after_last_argument(ctx, call)
         if device is not None:
-            last: ast.expr = call.keywords[-1].value if call.keywords else call.args[-1]
-            at = (last.end_lineno or last.lineno, last.end_col_offset or 0)
-            fix = Fix(f"Add `map_location={device}`", (Edit(at, at, f", map_location={device}"),))
+            if at is not None:
+                fix = Fix(f"Add `map_location={device}`", (Edit(at, at, f", map_location={device}"),))
             advice = f"`torch.load({shown}, map_location={device})`"
         else:
             advice = f'`torch.load({shown}, map_location="cpu")` (or the target device), or `ferry.load({shown})`'

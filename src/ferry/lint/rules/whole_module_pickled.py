@@ -124,21 +124,20 @@ def _held_modules(ctx: FileContext, obj: ast.expr, at: ast.Call) -> Iterator[tup
                 yield (f"key {ctx.segment(target.slice)}", assign.value)
 
 
-_STORES: dict[int, tuple[FileContext, dict[str, list[tuple[ast.Assign, ast.Subscript]]]]] = {}
+Stores = dict[str, list[tuple[ast.Assign, ast.Subscript]]]
+_LATEST: list[tuple[FileContext, Stores]] = []
 
 
-def _item_stores(ctx: FileContext) -> dict[str, list[tuple[ast.Assign, ast.Subscript]]]:
+def _item_stores(ctx: FileContext) -> Stores:
     """Name -> the ``name[key] = value`` statements of the file (built once per file)."""
-    held = _STORES.get(id(ctx))
-    if held is not None and held[0] is ctx:
-        return held[1]
-    stores: dict[str, list[tuple[ast.Assign, ast.Subscript]]] = {}
+    if _LATEST and _LATEST[0][0] is ctx:
+        return _LATEST[0][1]
+    stores: Stores = {}
     for assign in ctx.nodes(ast.Assign):
         for target in assign.targets:
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 stores.setdefault(target.value.id, []).append((assign, target))
-    _STORES.clear()
-    _STORES[id(ctx)] = (ctx, stores)
+    _LATEST[:] = [(ctx, stores)]
     return stores
 
 
