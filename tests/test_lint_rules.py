@@ -81,3 +81,17 @@ def test_fixture_markers(fixture: Path) -> None:
     marked = {n for n, line in enumerate(source.splitlines(), 1) if code in MARK.findall(line)}
     found = {d.line for d in lint_source(source, str(fixture), rules=[rule])}
     assert sorted(marked) == sorted(found)
+
+
+def test_readme_rules_table_is_current() -> None:
+    """README.md's table is generated from RULES: `python scripts/lint_rules_table.py --write` after adding a rule."""
+    import importlib.util
+
+    repo = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("lint_rules_table", repo / "scripts" / "lint_rules_table.py")
+    assert spec is not None
+    assert spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    readme = (repo / "README.md").read_text()
+    assert f"{script.START}\n{script.table()}{script.END}" in readme
