@@ -18,11 +18,13 @@ from ferry.errors import (
     FerryWarning,
     MixedDeviceError,
     PlacementWarning,
+    SanitizerWarning,
     StateDictMismatchError,
     UnsafeCheckpointError,
 )
 from ferry.placement import DeviceReport, check_devices, module_device, offload, place, to_device
 from ferry.sampler import ResumableSampler
+from ferry.sanitize import _from_environment, sanitize
 
 __version__ = "0.1.0"
 
@@ -42,6 +44,7 @@ __all__ = [
     "MixedDeviceError",
     "PlacementWarning",
     "ResumableSampler",
+    "SanitizerWarning",
     "StateDictMismatchError",
     "UnsafeCheckpointError",
     "__version__",
@@ -53,7 +56,11 @@ __all__ = [
     "offload",
     "pick_device",
     "place",
+    "sanitize",
     "save",
     "to_device",
     "verify",
 ]
+
+# FERRY_SANITIZE=1: the runtime checks for the whole process (a no-op, and no import of torch internals, unset)
+_from_environment()

@@ -14,7 +14,8 @@ The tree::
 
     FerryWarning (UserWarning)
     ├── PlacementWarning            something a move leaves behind (plain tensor attributes)
-    └── CheckpointWarning           a checkpoint skipped or a resume that may not be exact
+    ├── CheckpointWarning           a checkpoint skipped or a resume that may not be exact
+    └── SanitizerWarning            a runtime check of ``ferry.sanitize`` found a device bug
 
 Every message says what happened (with the values), why, and the exact fix. Errors carry structured fields so
 programs can act on them without parsing the message.
@@ -41,6 +42,7 @@ __all__ = [
     "FerryWarning",
     "MixedDeviceError",
     "PlacementWarning",
+    "SanitizerWarning",
     "StateDictMismatchError",
     "UnsafeCheckpointError",
 ]
@@ -89,14 +91,39 @@ class DeviceMismatchError(DeviceError):
     Attributes:
         mismatches: ``(name, device)`` pairs, one per tensor not on the expected device.
         expected: The device they should be on, as a string.
+        operation: The torch operation that got them (``"torch.nn.functional.linear"``), when the runtime sanitizer
+            raised; else ``None``.
+        arguments: ``(name, device, shape, dtype)`` of every tensor argument of ``operation`` (strings, shape as a
+            tuple), in order; empty when not raised by the sanitizer.
+        location: ``"file:line"`` of the user's code that ran the operation, or ``None``.
+        source: The text of that line, stripped, or ``None``.
+        module_path: Dotted path of the module whose forward was running (``"encoder.layers.3.attn"``; ``""`` for
+            the root module), or ``None`` outside any forward.
+        fix: The code that fixes it (``"labels = labels.to(outputs.device)"``), or ``None``.
     """
 
     def __init__(
-        self, message: str, *, mismatches: Sequence[tuple[str, str]] = (), expected: str | None = None
+        self,
+        message: str,
+        *,
+        mismatches: Sequence[tuple[str, str]] = (),
+        expected: str | None = None,
+        operation: str | None = None,
+        arguments: Sequence[tuple[str, str, tuple[int, ...], str]] = (),
+        location: str | None = None,
+        source: str | None = None,
+        module_path: str | None = None,
+        fix: str | None = None,
     ) -> None:
         super().__init__(message)
         self.mismatches = list(mismatches)
         self.expected = expected
+        self.operation = operation
+        self.arguments = list(arguments)
+        self.location = location
+        self.source = source
+        self.module_path = module_path
+        self.fix = fix
 
 
 class CheckpointError(FerryError):
@@ -141,3 +168,10 @@ class PlacementWarning(FerryWarning):
 
 class CheckpointWarning(FerryWarning):
     """A checkpoint was skipped (does not verify) or a resume may not be exact; the message names the folder."""
+
+
+class SanitizerWarning(FerryWarning):
+    """A runtime check of :func:`ferry.sanitize` found a device bug (a discarded move, a CPU tensor built in a forward).
+
+    Issued at the user's line, so the warning filters and the printed location point at the code to fix.
+    """

@@ -1,0 +1,83 @@
+"""Which module's forward is running: a stack kept by global forward hooks, named from the root module.
+
+``register_module_forward_pre_hook`` pushes the module, ``register_module_forward_hook(always_call=True)`` pops it
+(also when the forward raises). Names are looked up only when a report needs one, from the outermost module's
+``named_modules()``: ``encoder.layers.3.attn``; ``""`` is the root itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+
+class ModuleStack:
+    """The modules whose forward is running, outermost first, while :meth:`install` hooks are in place."""
+
+    def __init__(self) -> None:
+        self.stack: list[nn.Module] = []
+        self._handles: list[RemovableHandle] = []
+
+    def install(self) -> None:
+        """Register the global forward hooks (every module, including ones built later)."""
+        hooks = torch.nn.modules.module
+        self._handles = [
+            hooks.register_module_forward_pre_hook(self._push),
+            hooks.register_module_forward_hook(self._pop, always_call=True),
+        ]
+
+    def remove(self) -> None:
+        """Remove the hooks and forget the stack."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        self.stack.clear()
+
+    def _push(self, module: nn.Module, args: Any) -> None:
+        self.stack.append(module)
+
+    def _pop(self, module: nn.Module, args: Any, output: Any) -> None:
+        stack = self.stack
+        while stack:
+            if stack.pop() is module:
+                break
+
+    @property
+    def current(self) -> nn.Module | None:
+        """The innermost module whose forward is running, or ``None``."""
+        return self.stack[-1] if self.stack else None
+
+    def path(self) -> str | None:
+        """Dotted path of the innermost running module within the outermost one (``""`` for the outermost itself)."""
+        if not self.stack:
+            return None
+        root, current = self.stack[0], self.stack[-1]
+        for name, module in root.named_modules(remove_duplicate=False):
+            if module is current:
+                return str(name)
+        return type(current).__name__
+
+    def parameter_device(self) -> torch.device | None:
+        """The device of the innermost running module's first parameter (or buffer), or ``None``."""
+        module = self.current
+        if module is None:
+            return None
+        for parameter in module.parameters():
+            return parameter.device
+        for buffer in module.buffers():
+            return buffer.device
+        return None
+
+    def tensor_name(self, tensor: torch.Tensor) -> str | None:
+        """``path.weight`` when ``tensor`` is a parameter or buffer of the innermost running module, else ``None``."""
+        module, path = self.current, self.path()
+        if module is None:
+            return None
+        named: list[tuple[str, torch.Tensor]] = [*module.named_parameters(), *module.named_buffers()]
+        for name, value in named:
+            if value is tensor:
+                return f"{path}.{name}" if path else name
+        return None

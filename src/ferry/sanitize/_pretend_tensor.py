@@ -1,0 +1,265 @@
+"""The pretend tensor: real CPU data that reports, and is checked against, the CUDA device it would be on.
+
+See :mod:`ferry.sanitize.pretend` for the design; this module holds the tensor subclass, PyTorch's device rules
+for op outputs, the same-device check, and the differentiable moves between ``cpu`` and pretend ``cuda:i``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+_CPU = torch.device("cpu")
+_DATA: Any = torch.Tensor.data  # the ``Tensor.data`` descriptor
+
+# Ops that PyTorch allows across devices on a GPU: copies between devices, and indexing a cuda tensor with cpu
+# indices (the indices are moved for you).
+_CONVOLUTIONS = frozenset({torch.ops.aten.convolution.default, torch.ops.aten._convolution.default})
+_INDEX_OPS = frozenset(
+    {
+        torch.ops.aten.index.Tensor,
+        torch.ops.aten.index_put_.default,
+        torch.ops.aten.index_put.default,
+        torch.ops.aten._index_put_impl_.default,
+    }
+)
+_CROSS_DEVICE_OPS = _INDEX_OPS | {torch.ops.aten.copy_.default, torch.ops.aten._to_copy.default}
+
+
+class PretendTensor(torch.Tensor):
+    """A tensor whose data lies on the CPU but whose ``.device`` is a pretend ``cuda:i``.
+
+    The wrapper itself is a CPU tensor as far as PyTorch's C++ core is concerned (so autograd and the optimizers
+    run unchanged on a CPU-only build); ``device``, ``is_cuda``, ``is_cpu``, ``get_device()`` and ``repr``
+    report the pretend device, and ``__torch_dispatch__`` applies PyTorch's device rules to every ATen op.
+    """
+
+    _elem: torch.Tensor
+    _pretend_device: torch.device
+
+    @staticmethod
+    def __new__(cls, elem: torch.Tensor, device: torch.device, *, requires_grad: bool = False) -> PretendTensor:
+        """Wrap the CPU tensor ``elem`` (not copied, must not require grad) as a tensor on ``device``."""
+        r = torch.Tensor._make_wrapper_subclass(
+            cls,
+            elem.size(),
+            strides=elem.stride(),
+            storage_offset=elem.storage_offset(),
+            dtype=elem.dtype,
+            layout=elem.layout,
+            device=_CPU,
+            requires_grad=requires_grad,
+        )
+        r._elem = elem
+        r._pretend_device = device
+        return r
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        """The pretend device, e.g. ``device(type='cuda', index=0)``."""
+        return self._pretend_device
+
+    @property
+    def is_cuda(self) -> bool:  # type: ignore[override]
+        """True: a pretend tensor is always on a pretend CUDA device."""
+        return True
+
+    @property
+    def is_cpu(self) -> bool:  # type: ignore[override]
+        """False, as for a tensor on a GPU."""
+        return False
+
+    def get_device(self) -> int:
+        """The pretend CUDA device index, as ``Tensor.get_device()`` returns on a GPU."""
+        return self._pretend_device.index or 0
+
+    def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        """``'torch.cuda.FloatTensor'`` and so on, as on a GPU; with a ``dtype``, converts as ``Tensor.type``."""
+        if dtype is None and not kwargs:
+            return type_name(self)
+        return super().type(dtype, non_blocking, **kwargs)
+
+    def numpy(self, *, force: bool = False) -> Any:
+        """Raise ``TypeError`` as PyTorch does for a CUDA tensor (``force=True`` copies, as PyTorch does)."""
+        if force:
+            return self._elem.detach().clone().numpy()
+        raise TypeError(
+            f"can't convert {self._pretend_device} device type tensor to numpy. "
+            "Use Tensor.cpu() to copy the tensor to host memory first."
+        )
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self.numpy()
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
+        body = repr(self._elem)[: -len(")")]
+        suffix = f", device='{self._pretend_device}'"
+        if self.grad_fn is not None:
+            suffix += f", grad_fn=<{type(self.grad_fn).__name__}>"
+        elif self.requires_grad:
+            suffix += ", requires_grad=True"
+        return body + suffix + ")"
+
+    def __reduce_ex__(self, proto: Any) -> Any:
+        # torch.save / pickle write the real CPU data: a checkpoint written under pretend loads anywhere as CPU
+        # tensors (torch.load(..., map_location="cuda") moves it, as for any CPU checkpoint).
+        return self._elem.detach().clone().__reduce_ex__(proto)  # type: ignore[no-untyped-call]
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PretendTensor:
+        if id(self) in memo:
+            return memo[id(self)]  # type: ignore[no-any-return]
+        copy = PretendTensor(self._elem.detach().clone(), self._pretend_device, requires_grad=self.requires_grad)
+        if getattr(self, "_is_param", False):
+            copy._is_param = True
+        memo[id(self)] = copy
+        return copy
+
+    @classmethod
+    def __torch_dispatch__(  # type: ignore[override]
+        cls, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        if func in _INDEX_OPS:
+            _check_index(args)
+        flat, spec = tree_flatten((args, kwargs or {}))
+        device = result_device(func, flat)
+        real = [x._elem if isinstance(x, PretendTensor) else _real_device_arg(x) for x in flat]
+        uargs, ukwargs = tree_unflatten(real, spec)
+        with torch.no_grad():  # autograd already recorded this op on the wrappers, one level up
+            out = func(*uargs, **ukwargs)
+        # in-place and out= ops return their (unwrapped) argument: hand back the wrapper the caller holds
+        by_id = {id(r): w for r, w in zip(real, flat, strict=True) if isinstance(w, torch.Tensor)}
+        flat_out, out_spec = tree_flatten(out)
+        wrapped = [_wrap_output(x, device, by_id) for x in flat_out]
+        return tree_unflatten(wrapped, out_spec)
+
+
+def _sync_metadata(wrapper: PretendTensor) -> None:
+    # An in-place op that changes the shape (unsqueeze_, t_, resize_) changed the CPU data's sizes and strides;
+    # ``Tensor.data``'s setter copies them onto the wrapper.
+    elem = wrapper._elem
+    if (wrapper.shape, wrapper.stride(), wrapper.storage_offset()) != (
+        elem.shape,
+        elem.stride(),
+        elem.storage_offset(),
+    ):
+        with torch._C.DisableTorchFunction():
+            _DATA.__set__(wrapper, PretendTensor(elem, wrapper._pretend_device))
+
+
+def _real_device_arg(x: Any) -> Any:
+    if isinstance(x, torch.device) and x.type == "cuda":
+        return _CPU
+    return x
+
+
+def _wrap_output(x: Any, device: torch.device, by_id: dict[int, torch.Tensor]) -> Any:
+    if not isinstance(x, torch.Tensor):
+        return x
+    if id(x) in by_id:
+        held = by_id[id(x)]
+        if isinstance(held, PretendTensor):
+            _sync_metadata(held)
+        return held
+    if device.type == "cpu":
+        return x
+    return PretendTensor(x, device)
+
+
+def device_of(t: torch.Tensor) -> torch.device:
+    """The device ``t`` reports: its pretend device, or its real one for an ordinary tensor."""
+    return t._pretend_device if isinstance(t, PretendTensor) else t.device
+
+
+def type_name(t: torch.Tensor) -> str:
+    """The legacy type name PyTorch prints for ``t``, e.g. ``torch.cuda.FloatTensor`` for a pretend tensor."""
+    name: str = torch.Tensor.type(real_tensor_of(t))
+    return name.replace("torch.", "torch.cuda.", 1) if isinstance(t, PretendTensor) else name
+
+
+def real_tensor_of(t: torch.Tensor) -> torch.Tensor:
+    """The CPU tensor holding ``t``'s data; ``t`` itself if it is an ordinary tensor."""
+    return t._elem if isinstance(t, PretendTensor) else t
+
+
+def mismatch_error(first: torch.device, other: torch.device) -> RuntimeError:
+    """PyTorch's own message for two tensors on different devices (``TensorIterator``'s wording)."""
+    return RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, {first} and {other}!"
+    )
+
+
+def result_device(func: Any, flat_args: list[Any]) -> torch.device:
+    """The device an op's outputs would be on, raising PyTorch's ``RuntimeError`` if the devices do not match.
+
+    Mirrors ``TensorIterator``: the common device is the first non-CPU one; a 0-dim CPU tensor is allowed with
+    tensors on any device; any other tensor on a different device is an error (except for cross-device copies).
+    """
+    tensors = [x for x in flat_args if isinstance(x, torch.Tensor)]
+    devices = [device_of(t) for t in tensors]
+    if func in _CONVOLUTIONS:
+        _check_convolution(tensors)
+    common = next((d for d in devices if d.type != "cpu"), _CPU)
+    if func not in _CROSS_DEVICE_OPS:
+        for t, d in zip(tensors, devices, strict=True):
+            if d != common and not (d.type == "cpu" and t.dim() == 0):
+                raise mismatch_error(common, d)
+    return common
+
+
+def _check_index(args: tuple[Any, ...]) -> None:
+    # x[indices] and x[indices] = values: indices may be on the CPU or on x's device; values follow x
+    self, indices, *rest = args
+    for index in indices:
+        if isinstance(index, torch.Tensor) and device_of(index) not in (_CPU, device_of(self)):
+            raise RuntimeError(
+                f"indices should be either on cpu or on the same device as the indexed tensor ({device_of(self)})"
+            )
+    if rest and isinstance(rest[0], torch.Tensor):
+        result_device(None, [self, rest[0]])
+
+
+def _check_convolution(tensors: list[torch.Tensor]) -> None:
+    # aten::convolution(input, weight, bias, ...) words its mismatch in legacy type names
+    input, *params = tensors
+    for what, param in zip(("weight", "bias"), params, strict=False):
+        if device_of(param) != device_of(input):
+            hint = " or input should be a MKLDNN tensor and weight is a dense tensor" if not input.is_cuda else ""
+            raise RuntimeError(
+                f"Input type ({type_name(input)}) and {what} type ({type_name(param)}) should be the same{hint}"
+            )
+
+
+def place(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Return ``t``'s data on ``device`` (a copy when the device changes), with no autograd history."""
+    real = t._elem if isinstance(t, PretendTensor) else t.detach()
+    if device_of(t) != device:
+        real = real.clone()
+    if device.type == "cpu":
+        return real
+    return PretendTensor(real, device)
+
+
+class _Move(torch.autograd.Function):
+    """A differentiable move between ``cpu`` and pretend ``cuda:i``: the gradient moves back."""
+
+    @staticmethod
+    def forward(ctx: Any, t: torch.Tensor, device: torch.device) -> torch.Tensor:
+        ctx.source = device_of(t)
+        return place(t, device)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        (grad,) = grads
+        return (None if grad is None else place(grad, ctx.source)), None
+
+
+def move(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Return a copy of ``t`` on the (pretend) ``device``; gradients flow back to ``t`` as for ``Tensor.to``."""
+    if device_of(t) == device:
+        return t
+    if torch.is_grad_enabled() and t.requires_grad:
+        out: torch.Tensor = _Move.apply(t, device)  # type: ignore[no-untyped-call]
+        return out
+    return place(t, device)

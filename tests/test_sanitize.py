@@ -1,0 +1,187 @@
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import ferry
+from ferry.sanitize import Sanitizer
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.attn(x)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([Block() for _ in range(4)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder()
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+def test_mismatch_in_a_module_names_everything():
+    model = Model()
+    model.encoder.layers[3].to("meta")
+    inputs = torch.randn(2, 4)
+    with pytest.raises(ferry.DeviceMismatchError) as caught, ferry.sanitize():
+        model(inputs)
+    error = caught.value
+    assert "torch.nn.functional.linear" == error.operation
+    assert "encoder.layers.3.attn" == error.module_path
+    assert [
+        ("x", "cpu", (2, 4), "float32"),
+        ("encoder.layers.3.attn.weight", "meta", (4, 4), "float32"),
+        ("encoder.layers.3.attn.bias", "meta", (4,), "float32"),
+    ] == error.arguments
+    assert "meta" == error.expected
+    assert [("x", "cpu")] == error.mismatches
+    assert "return self.attn(x)" == error.source
+    assert error.location.endswith(f"test_sanitize.py:{Block.forward.__code__.co_firstlineno + 1}")
+    assert "x = x.to('meta')" == error.fix
+    assert "return self.attn(x)" in str(error)
+    assert "x = x.to('meta')" in str(error)
+
+
+def test_mismatch_fix_uses_the_variable_names():
+    outputs = torch.randn(3, device="meta")
+    labels = torch.randn(3)
+    with pytest.raises(ferry.DeviceMismatchError) as caught, ferry.sanitize():
+        outputs - labels
+    error = caught.value
+    assert "labels = labels.to(outputs.device)" == error.fix
+    assert error.module_path is None
+    assert [("outputs", "meta", (3,), "float32"), ("labels", "cpu", (3,), "float32")] == error.arguments
+    assert "outputs - labels" == error.source
+
+
+def test_mismatch_inside_lists_and_kwargs():
+    a, b = torch.randn(2, device="meta"), torch.randn(2)
+    with pytest.raises(ferry.DeviceMismatchError), ferry.sanitize():
+        torch.cat([a, b])
+    with pytest.raises(ferry.DeviceMismatchError), ferry.sanitize():
+        torch.add(a, other=b)
+
+
+def test_zero_dim_cpu_tensors_mix_with_any_device():
+    with ferry.sanitize() as report:
+        out = torch.randn(3, device="meta") * torch.tensor(2.0)
+        out = torch.randn(3) * torch.tensor(2.0)
+    assert [] == report.findings
+    assert (3,) == tuple(out.shape)
+
+
+def test_warn_mode_warns_and_runs_on():
+    a, b = torch.randn(2, device="meta"), torch.randn(2)
+    with (
+        pytest.warns(ferry.SanitizerWarning, match="device mismatch"),
+        ferry.sanitize(on_error="warn") as report,
+        pytest.raises(RuntimeError),  # PyTorch's own error, after the warning
+    ):
+        torch.stack([a, b])
+    assert ["input-on-other-device"] == [f.kind for f in report.findings]
+
+
+def test_breakpoint_mode_calls_the_breakpoint_hook(monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(sys, "breakpointhook", lambda *a, **k: calls.append(1))
+    a, b = torch.randn(2, device="meta"), torch.randn(2)
+    with ferry.sanitize(on_error="breakpoint"), pytest.raises(RuntimeError):
+        torch.stack([a, b])
+    assert [1] == calls
+    assert "device mismatch" in capsys.readouterr().err
+
+
+def test_bad_on_error_is_an_argument_error():
+    with pytest.raises(ferry.ArgumentError):
+        ferry.sanitize(on_error="ignore")  # type: ignore[arg-type]
+
+
+def test_cpu_factory_in_forward_warns_once_per_line():
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, x):
+            mask = torch.ones(4)  # the bug: on the CPU while the module is on meta
+            return self.proj(x), mask
+
+    model = Masked().to("meta")
+    with (  # noqa: PT031  # two calls: the second must not warn again
+        pytest.warns(ferry.SanitizerWarning, match=r"torch\.ones built a CPU tensor") as caught,
+        ferry.sanitize() as report,
+    ):
+        for _ in range(2):  # the second call must not warn again
+            model(torch.randn(2, 4, device="meta"))
+    assert 1 == len(caught)
+    line = Masked.forward.__code__.co_firstlineno + 1
+    assert [("device-less-tensor-in-forward", line, 2)] == [(f.kind, f.where.line, f.count) for f in report.findings]
+
+
+def test_cpu_factory_in_a_cpu_module_is_fine():
+    with ferry.sanitize() as report:
+        Block()(torch.randn(2, 4))
+    assert [] == report.findings
+
+
+def test_unavailable_device_is_reported_at_the_users_line():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ferry.DeviceError, match="this machine has no cuda") as caught, ferry.sanitize():
+        torch.zeros(2, device="cuda")
+    line = test_unavailable_device_is_reported_at_the_users_line.__code__.co_firstlineno + 4
+    assert f'test_sanitize.py:{line}: `torch.zeros(2, device="cuda")`' in str(caught.value)
+    assert "cuda" == caught.value.requested
+
+
+def test_no_mode_is_installed_when_not_enabled():
+    assert 0 == torch._C._len_torch_function_stack()
+    with ferry.sanitize():
+        assert 1 == torch._C._len_torch_function_stack()
+    assert 0 == torch._C._len_torch_function_stack()
+    assert not torch.nn.modules.module._global_forward_pre_hooks
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"), [({}, "0"), ({"FERRY_SANITIZE": "0"}, "0"), ({"FERRY_SANITIZE": "1"}, "1")]
+)
+def test_env_var_enables_it_for_the_process(environ, expected):
+    code = "import torch, ferry; print(torch._C._len_torch_function_stack())"
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("FERRY_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env={**env, **environ}, capture_output=True, text=True, check=True
+    )
+    assert expected == done.stdout.strip()
+
+
+def test_env_var_on_error_warn_and_summary_at_exit(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("import torch, ferry\nx = torch.ones(2)\nx.to('meta')\n")
+    env = {**__import__("os").environ, "FERRY_SANITIZE": "1", "FERRY_ON_ERROR": "warn"}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True)
+    assert f"{script}:3: SanitizerWarning: result of Tensor.to() discarded" in done.stderr
+
+
+def test_sanitizer_leaves_warnings_filters_alone():
+    with warnings.catch_warnings(record=True), Sanitizer(on_error="warn"):
+        pass
