@@ -125,6 +125,12 @@ def _uri(path: str, base: Path) -> str:
     return quote(relative.as_posix())
 
 
+def _artifact(path: str, base: Path) -> dict[str, str]:
+    """An artifactLocation: relative to ``%SRCROOT%`` when under ``base``, else an absolute ``file:`` URI alone."""
+    uri = _uri(path, base)
+    return {"uri": uri} if uri.startswith("file:") else {"uri": uri, "uriBaseId": "%SRCROOT%"}
+
+
 def _descriptor(code: str, name: str, message: str, help_text: str, doc: str) -> dict[str, Any]:
     return {
         "id": code,
@@ -178,7 +184,7 @@ def sarif_report(results: Sequence[FileResult], *, base: str | os.PathLike[str] 
                 "locations": [
                     {
                         "physicalLocation": {
-                            "artifactLocation": {"uri": _uri(diagnostic.path, root), "uriBaseId": "%SRCROOT%"},
+                            "artifactLocation": _artifact(diagnostic.path, root),
                             "region": region,
                         }
                     }
