@@ -73,3 +73,82 @@ def test_python_m_ferry_run(tmp_path):
     )
     assert 4 == done.returncode
     assert "SanitizerWarning" in done.stderr
+
+
+GPU_MIXUP = """\
+import torch
+model = torch.nn.Linear(4, 2).cuda()
+inputs = torch.randn(3, 4).cuda()
+out = model(inputs)
+print(out.device)
+total = out + torch.ones(3, 2)
+"""
+
+GPU_CORRECT = """\
+import sys
+import torch
+assert torch.cuda.is_available() and torch.cuda.device_count() == int(sys.argv[1])
+device = torch.device("cuda:1" if torch.cuda.device_count() > 1 else "cuda")
+model = torch.nn.Linear(4, 2).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(3, 4).to(device)
+loss = model(x).pow(2).mean()
+loss.backward()
+opt.step()
+print("ok", loss.device, next(model.parameters()).device)
+"""
+
+
+def test_run_pretend_sanitize_reports_the_mismatch_at_the_scripts_line(tmp_path, capsys):
+    script = tmp_path / "gpu_train.py"
+    script.write_text(GPU_MIXUP)
+    assert 1 == main(["run", "--sanitize", "--pretend", "cuda", str(script)])
+    captured = capsys.readouterr()
+    assert "cuda:0" in captured.out  # .cuda() worked on this CPU-only machine
+    err = captured.err
+    assert "ferry.errors.DeviceMismatchError" in err
+    assert f'File "{script}", line 6' in err
+    assert "out + torch.ones(3, 2)" in err
+    assert "cpu and cuda:0" in err
+    assert "runpy" not in err
+    assert "pretend.py" not in err  # ferry's own frames are left out
+
+
+def test_run_pretend_without_sanitize_gives_the_error_a_gpu_gives(tmp_path, capsys):
+    script = tmp_path / "gpu_train.py"
+    script.write_text(GPU_MIXUP)
+    assert 1 == main(["run", "--pretend", "cuda", str(script)])
+    err = capsys.readouterr().err
+    assert "DeviceMismatchError" not in err
+    assert "Expected all tensors to be on the same device" in err
+    assert f'File "{script}", line 6' in err
+
+
+def test_run_pretend_correct_script_exits_0(tmp_path, capsys):
+    script = tmp_path / "gpu_train.py"
+    script.write_text(GPU_CORRECT)
+    assert 0 == main(["run", "--sanitize", "--pretend", "cuda", str(script), "1"])
+    assert "ok cuda:0 cuda:0" in capsys.readouterr().out
+    assert 0 == main(["run", "--sanitize", "--pretend", "cuda", "--device-count", "2", str(script), "2"])
+    assert "ok cuda:1 cuda:1" in capsys.readouterr().out
+    assert 0 == main(["run", "--pretend", "cuda", str(script), "1"])
+
+
+def test_run_pretend_restores_torch_cuda(tmp_path):
+    import torch
+
+    script = tmp_path / "gpu_train.py"
+    script.write_text(GPU_CORRECT)
+    before = torch.cuda.is_available()
+    assert 0 == main(["run", "--sanitize", "--pretend", "cuda", str(script), "1"])
+    assert before == torch.cuda.is_available()
+
+
+def test_run_pretend_usage_errors(tmp_path, capsys):
+    script = tmp_path / "gpu_train.py"
+    script.write_text(GPU_CORRECT)
+    assert 2 == main(["run", "--pretend", "mps", str(script)])
+    assert 2 == main(["run", "--device-count", "2", str(script)])
+    assert "--device-count needs --pretend cuda" in capsys.readouterr().err
+    assert 2 == main(["run", "--pretend", "cuda", "--device-count", "0", str(script)])
+    assert "at least one GPU" in capsys.readouterr().err

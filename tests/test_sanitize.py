@@ -185,3 +185,56 @@ def test_env_var_on_error_warn_and_summary_at_exit(tmp_path):
 def test_sanitizer_leaves_warnings_filters_alone():
     with warnings.catch_warnings(record=True), Sanitizer(on_error="warn"):
         pass
+
+
+# --- pretend="cuda": the checks against pretend GPUs on this CPU-only machine ----------------------------------
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_pretend_cuda_mismatch_is_reported_with_the_fix():
+    model = Encoder()
+    with ferry.sanitize(pretend="cuda"):
+        model.cuda()
+        x = torch.randn(2, 4)
+        with pytest.raises(ferry.DeviceMismatchError) as caught:
+            model(x)
+    assert caught.value.mismatches == [("x", "cpu")]
+    assert caught.value.expected == "cuda:0"
+    assert caught.value.module_path == "layers.0.attn"
+    assert caught.value.fix == "x = x.to('cuda:0')"
+    assert not torch.cuda.is_available()  # restored on exit
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_pretend_cuda_is_not_an_unavailable_device_inside_and_is_after():
+    with ferry.sanitize(pretend="cuda", device_count=2) as report:
+        x = torch.ones(2, device="cuda:1")
+        y = torch.zeros(2).to("cuda")
+    assert (x.device, y.device) == (torch.device("cuda:1"), torch.device("cuda:0"))
+    assert report.findings == []
+    with ferry.sanitize(), pytest.raises(ferry.DeviceError, match="no cuda"):
+        torch.ones(2, device="cuda")
+    with ferry.sanitize(pretend="cuda") as report:  # and available again in a new block
+        torch.ones(2, device="cuda")
+    assert report.findings == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_pretend_cuda_host_syncs_are_counted():
+    with ferry.sanitize(pretend="cuda") as report:
+        loss = torch.ones(3, device="cuda").sum()
+        for _ in range(3):
+            loss.item()
+        torch.ones(3).sum().item()  # a CPU tensor: no sync
+    assert sorted(report.host_syncs.values()) == [3]
+
+
+@pytest.mark.parametrize("pretend", ["mps", "CUDA", "cuda:0", ""])
+def test_pretend_other_devices_are_refused_with_the_fix(pretend):
+    with pytest.raises(ferry.ArgumentError, match='pretend="cuda"'):
+        ferry.sanitize(pretend=pretend)
+
+
+def test_pretend_device_count_below_one_is_refused():
+    with pytest.raises(ferry.ArgumentError, match="at least one GPU"):
+        ferry.sanitize(pretend="cuda", device_count=0)

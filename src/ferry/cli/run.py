@@ -1,4 +1,12 @@
-"""``ferry run [--sanitize] [--on-error raise|warn|breakpoint] script.py [args...]``: run a script, maybe sanitized.
+"""``ferry run [--sanitize] [--pretend cuda] script.py [args...]``: run a script, maybe sanitized or on pretend GPUs.
+
+Options: ``--on-error raise|warn|breakpoint`` and ``--strict`` (with ``--sanitize``), ``--device-count N`` (with
+``--pretend``).
+
+``--pretend cuda`` runs the script on this machine's CPU as if it had ``N`` CUDA GPUs (default 1; see
+:mod:`ferry.sanitize.pretend`): ``.cuda()`` and ``device="cuda"`` work and PyTorch's own device errors are raised as
+on a GPU. It does not imply ``--sanitize``: alone it only pretends; with ``--sanitize`` every sanitizer check runs
+against the pretend GPUs, so a device bug in GPU code is reported at its line on a CPU-only machine.
 
 The script runs as ``__main__`` (:func:`runpy.run_path`) with ``sys.argv`` set to ``[script, *args]`` and its
 folder first on ``sys.path``, as ``python script.py args`` would. Exit code: the script's own (``sys.exit``), 0 when
@@ -20,7 +28,9 @@ from ferry.sanitize import Sanitizer
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ferry run", description="Run a Python script, under ferry's sanitizer.")
+    parser = argparse.ArgumentParser(
+        prog="ferry run", description="Run a Python script, under ferry's sanitizer and/or on pretend CUDA GPUs."
+    )
     parser.add_argument("--sanitize", action="store_true", help="check every torch operation for device bugs")
     parser.add_argument(
         "--on-error",
@@ -29,8 +39,15 @@ def _parser() -> argparse.ArgumentParser:
         help="what a device mismatch does (default: $FERRY_ON_ERROR, else raise)",
     )
     parser.add_argument("--strict", action="store_true", help="treat the sanitizer's warnings as errors too")
-    # --pretend DEVICE (run GPU code on a CPU with tensors that report that device) is added here: see
-    # ferry.sanitize.pretend.
+    parser.add_argument(
+        "--pretend",
+        choices=("cuda",),
+        default=None,
+        help="run on the CPU as if this machine had CUDA GPUs (without --sanitize: no checks, only PyTorch's errors)",
+    )
+    parser.add_argument(
+        "--device-count", type=int, default=None, metavar="N", help="how many pretend GPUs (with --pretend; default 1)"
+    )
     parser.add_argument("script", help="the Python file to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script as sys.argv[1:]")
     return parser
@@ -46,6 +63,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.path.isfile(script):
         print(f"ferry run: {options.script}: no such file. Give the path of a Python script.", file=sys.stderr)
         return 2
+    if options.device_count is not None and options.pretend is None:
+        print(
+            "ferry run: --device-count needs --pretend cuda: `ferry run --pretend cuda --device-count 2 ...`.",
+            file=sys.stderr,
+        )
+        return 2
+    device_count = 1 if options.device_count is None else options.device_count
+    if device_count < 1:
+        print(f"ferry run: --device-count {device_count}: pretend at least one GPU.", file=sys.stderr)
+        return 2
     on_error = options.on_error or os.environ.get("FERRY_ON_ERROR") or "raise"
     if on_error not in ("raise", "warn", "breakpoint"):
         print(f"ferry run: FERRY_ON_ERROR={on_error!r}: choose raise, warn or breakpoint.", file=sys.stderr)
@@ -56,7 +83,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with ExitStack() as stack:
             if options.sanitize:
-                stack.enter_context(Sanitizer(on_error=on_error, strict=options.strict))  # type: ignore[arg-type]
+                sanitizer = Sanitizer(
+                    on_error=on_error,  # type: ignore[arg-type]  # checked just above
+                    strict=options.strict,
+                    pretend=options.pretend,
+                    device_count=device_count,
+                )
+                stack.enter_context(sanitizer)
+            elif options.pretend is not None:
+                from ferry.sanitize.pretend import pretend_cuda
+
+                stack.enter_context(pretend_cuda(device_count))
             runpy.run_path(script, run_name="__main__")
         return 0
     except SystemExit as exit_:

@@ -11,12 +11,15 @@ It reports, at the line of your code that caused it:
 
 ``FERRY_SANITIZE=1`` turns it on for the whole process when ferry is imported (``FERRY_ON_ERROR`` picks
 ``on_error``); ``ferry run --sanitize script.py`` runs a script under it. Unset, it costs nothing: no mode, no hooks.
+``sanitize(pretend="cuda")`` (``ferry run --sanitize --pretend cuda``) runs the checks on a CPU-only machine against
+pretend GPUs (:mod:`ferry.sanitize.pretend`).
 The checks run on the thread that entered the block (torch keeps function modes per thread).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import warnings
@@ -36,6 +39,8 @@ __all__ = ["Finding", "SanitizeReport", "Sanitizer", "SourceLine", "sanitize"]
 
 OnError = Literal["raise", "warn", "breakpoint"]
 _ON_ERROR = ("raise", "warn", "breakpoint")
+#: What ``pretend=`` accepts: the accelerators :mod:`ferry.sanitize.pretend` can stand in for.
+PRETEND_DEVICES = ("cuda",)
 
 
 @dataclass
@@ -79,9 +84,23 @@ class Sanitizer:
         strict: bool = False,
         is_accelerator: AcceleratorTest | None = None,
         print_report: bool = True,
+        pretend: str | None = None,
+        device_count: int = 1,
     ) -> None:
         if on_error not in _ON_ERROR:
             raise ArgumentError(f"on_error={on_error!r} is not one of {', '.join(map(repr, _ON_ERROR))}.")
+        if pretend is not None and pretend not in PRETEND_DEVICES:
+            raise ArgumentError(
+                f'pretend={pretend!r}: ferry can only pretend CUDA GPUs. Use pretend="cuda", or pretend=None to '
+                f"check against the devices this machine has."
+            )
+        if pretend is not None and (isinstance(device_count, bool) or not isinstance(device_count, int)):
+            raise ArgumentError(f"device_count={device_count!r}: give the number of pretend GPUs, e.g. device_count=2.")
+        if pretend is not None and device_count < 1:
+            raise ArgumentError(f"device_count={device_count}: pretend at least one GPU, device_count=1.")
+        self.pretend = pretend
+        self.device_count = device_count
+        self._pretending: contextlib.ExitStack | None = None
         self.on_error: OnError = on_error
         self.strict = strict
         self.print_report = print_report
@@ -94,6 +113,13 @@ class Sanitizer:
         from ferry.sanitize._mode import SanitizerMode
         from ferry.sanitize._syncs import is_accelerator
 
+        if self.pretend is not None:
+            from ferry.sanitize.pretend import pretend_cuda
+
+            # pretend outside, checks inside: the sanitizer's mode, pushed last, sees each call first (as the user
+            # wrote it) and the pretend mode then runs it on the pretend devices
+            self._pretending = contextlib.ExitStack()
+            self._pretending.enter_context(pretend_cuda(self.device_count))
         self._mode = SanitizerMode(
             emit=self._emit, count_sync=self._count_sync, is_accelerator=self._is_accelerator or is_accelerator
         )
@@ -109,10 +135,15 @@ class Sanitizer:
     def close(self) -> None:
         """Remove the checks (if installed) and print the host-sync summary; what ``__exit__`` does."""
         mode, self._mode = self._mode, None
+        pretending, self._pretending = self._pretending, None
         if mode is None:
             return
-        mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
-        mode.modules.remove()
+        try:
+            mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
+            mode.modules.remove()
+        finally:
+            if pretending is not None:
+                pretending.close()
         if self.print_report:
             from ferry.sanitize._syncs import print_host_syncs
 
@@ -156,6 +187,8 @@ def sanitize(
     on_error: OnError = "raise",
     strict: bool = False,
     is_accelerator: AcceleratorTest | None = None,
+    pretend: str | None = None,
+    device_count: int = 1,
 ) -> Sanitizer:
     """Check every torch operation run inside the ``with`` block for device bugs, at the user's line of code.
 
@@ -167,7 +200,14 @@ def sanitize(
         strict: Treat the warnings (discarded move, CPU tensor built in a forward) as errors too: ``on_error``
             decides, and ``"raise"`` raises the :class:`ferry.SanitizerWarning`.
         is_accelerator: ``device -> bool``: which devices count for host syncs. Default: all but ``cpu`` and
-            ``meta``.
+            ``meta``, so tensors on pretend GPUs (they report ``cuda:i``) count.
+        pretend: ``"cuda"``: run the block on this machine's CPU as if it had ``device_count`` CUDA GPUs
+            (:func:`ferry.sanitize.pretend.pretend_cuda`): ``.cuda()``, ``device="cuda"`` and
+            ``torch.cuda.is_available()`` work, tensors report ``cuda:i`` while their data stays on the CPU, and
+            every check above runs against those devices. It cannot model kernels (numerics are the CPU's), memory
+            (no out-of-memory), speed, CUDA-only ops and extensions, or autocast dtypes: see the docstring of
+            :mod:`ferry.sanitize.pretend` for the full list. ``None`` (default): the devices this machine has.
+        device_count: How many pretend GPUs there are with ``pretend="cuda"`` (``cuda:0`` ... ``cuda:{n-1}``).
 
     Returns:
         A context manager whose ``as`` value is the :class:`SanitizeReport` (``report.host_syncs``,
@@ -175,7 +215,8 @@ def sanitize(
         the end of the block.
 
     Raises:
-        ArgumentError: ``on_error`` is not one of the three.
+        ArgumentError: ``on_error`` is not one of the three, ``pretend`` is not ``None`` or ``"cuda"``, or
+            ``device_count`` is below 1.
 
     Example:
         >>> import torch, ferry
@@ -183,8 +224,14 @@ def sanitize(
         ...     total = torch.ones(3).sum()
         >>> report.findings
         []
+        >>> with ferry.sanitize(pretend="cuda") as report:  # a CPU-only machine, checked as if it had a GPU
+        ...     y = torch.ones(3).cuda() * 2
+        >>> y.device, report.findings
+        (device(type='cuda', index=0), [])
     """
-    return Sanitizer(on_error=on_error, strict=strict, is_accelerator=is_accelerator)
+    return Sanitizer(
+        on_error=on_error, strict=strict, is_accelerator=is_accelerator, pretend=pretend, device_count=device_count
+    )
 
 
 def _sanitize_process(on_error: str | None = None) -> Sanitizer:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from functools import cache
+from functools import lru_cache
 from types import FrameType
 from typing import Any
 
@@ -44,14 +44,22 @@ Emit = Callable[[str, SourceLine, str, "Exception | None", "FrameType | None"], 
 _AVAILABLE = ("cpu", "meta")
 
 
-@cache
 def device_available(device_type: str) -> bool:
-    """Whether this machine can serve ``device_type`` (``cpu`` and ``meta`` always; else ``torch.<type>``)."""
+    """Whether this machine can serve ``device_type`` (``cpu`` and ``meta`` always; else ``torch.<type>``).
+
+    The answer is cached per ``is_available`` function, so that :func:`ferry.sanitize.pretend.pretend_cuda`, which
+    replaces ``torch.cuda.is_available`` for the duration of its block, is asked afresh inside and after it.
+    """
     if device_type in ("cpu", "meta"):
         return True
     backend = getattr(torch, device_type, None)
     is_available = getattr(backend, "is_available", None)
-    return bool(is_available()) if callable(is_available) else True
+    return _answer(device_type, is_available) if callable(is_available) else True
+
+
+@lru_cache(maxsize=32)  # bounded: each pretend_cuda block brings its own is_available
+def _answer(device_type: str, is_available: Callable[[], object]) -> bool:
+    return bool(is_available())
 
 
 class SanitizerMode(TorchFunctionMode):
