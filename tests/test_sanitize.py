@@ -2,6 +2,7 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -238,3 +239,140 @@ def test_pretend_other_devices_are_refused_with_the_fix(pretend):
 def test_pretend_device_count_below_one_is_refused():
     with pytest.raises(ferry.ArgumentError, match="at least one GPU"):
         ferry.sanitize(pretend="cuda", device_count=0)
+
+
+def test_numpy_of_a_device_tensor_raises_ferrys_error_first():
+    with ferry.sanitize(pretend="cuda") as report:
+        dist = torch.ones(3, device="cuda")
+        with pytest.raises(ferry.DeviceError, match=r"dist\.cpu\(\)\.numpy\(\)"):
+            dist.numpy()
+    line = test_numpy_of_a_device_tensor_raises_ferrys_error_first.__code__.co_firstlineno + 4
+    assert [("numpy-of-device-tensor", line)] == [(f.kind, f.where.line) for f in report.findings]
+
+
+def test_numpy_of_a_device_tensor_warns_then_pytorchs_error():
+    with (
+        pytest.warns(ferry.SanitizerWarning, match="numpy-of-device-tensor"),
+        ferry.sanitize(on_error="warn", pretend="cuda"),
+        pytest.raises(TypeError, match="can't convert cuda:0"),
+    ):
+        torch.ones(3, device="cuda").numpy()
+    with ferry.sanitize(pretend="cuda") as report:
+        assert [1.0] == torch.ones(1, device="cuda").cpu().numpy().tolist()
+        assert [1.0] == torch.ones(1, device="cuda").numpy(force=True).tolist()
+    assert [] == report.findings
+
+
+def _make_mask(n):
+    return torch.from_numpy(np.ones((n, n), dtype="uint8")) == 1  # the bug: a CPU tensor, from a helper
+
+
+def test_cpu_tensor_from_a_helper_in_forward_is_reported_at_the_creation_line():
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.proj(x), _make_mask(4)
+
+    model = Masked().to("meta")
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):  # the second call must not warn again
+            model(torch.randn(2, 4, device="meta"))
+    assert 1 == len(caught)
+    assert "from_numpy" in str(caught[0].message)
+    line = _make_mask.__code__.co_firstlineno + 1
+    assert [("device-less-tensor-in-forward", line, 2)] == [(f.kind, f.where.line, f.count) for f in report.findings]
+
+
+def test_mismatch_with_a_cpu_tensor_a_helper_built_names_the_bug():
+    def combine(x):
+        return x & _make_mask(2)
+
+    with ferry.sanitize(on_error="warn", pretend="cuda") as report, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError):
+            combine(torch.ones(2, 2, dtype=torch.bool, device="cuda"))
+    line = combine.__code__.co_firstlineno + 1
+    kinds = {(f.kind, f.where.line) for f in report.findings}
+    assert {("device-less-tensor-in-forward", line), ("input-on-other-device", line)} == kinds
+    with ferry.sanitize(pretend="cuda"), pytest.raises(ferry.DeviceMismatchError, match="without a device"):
+        combine(torch.ones(2, 2, dtype=torch.bool, device="cuda"))  # on_error=raise: the cause is in the error
+
+
+def test_layer_built_inside_forward_is_reported():
+    class Conv(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(3, 4, 3)
+
+        def forward(self, x):
+            return nn.BatchNorm2d(4)(self.c(x))
+
+    with ferry.sanitize(on_error="warn", pretend="cuda") as report, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError):
+            Conv().cuda()(torch.rand(1, 3, 8, 8, device="cuda"))
+    line = Conv.forward.__code__.co_firstlineno + 1
+    built = [f for f in report.findings if f.kind == "device-less-tensor-in-forward"]
+    assert [line] == [f.where.line for f in built]
+    assert "BatchNorm2d is constructed" in built[0].message
+
+
+def _head():
+    return nn.Sequential(nn.Linear(4, 4), nn.Dropout(), nn.Linear(4, 2))
+
+
+def test_loaded_model_run_without_eval_is_reported():
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        head = _head()
+        head.load_state_dict(_head().state_dict())  # watched: loads made while the sanitizer is on
+        with torch.no_grad():
+            head(torch.randn(1, 4))
+    assert "model.eval()" in str(caught[0].message)
+    line = test_loaded_model_run_without_eval_is_reported.__code__.co_firstlineno + 6
+    assert [("inference-in-train-mode", line)] == [(f.kind, f.where.line) for f in report.findings]
+
+
+def test_loaded_model_without_backward_is_reported_at_the_next_call():
+    with ferry.sanitize() as report, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        head = _head()
+        head.load_state_dict(_head().state_dict())
+        for _ in range(3):
+            head(torch.randn(1, 4))
+    line = test_loaded_model_without_backward_is_reported_at_the_next_call.__code__.co_firstlineno + 6
+    assert [("inference-in-train-mode", line, 1)] == [(f.kind, f.where.line, f.count) for f in report.findings]
+
+
+def test_resumed_training_and_eval_are_not_reported():
+    with ferry.sanitize() as report:
+        head = _head()
+        head.load_state_dict(_head().state_dict())
+        for _ in range(3):  # resuming training: a backward follows each forward
+            head(torch.randn(1, 4)).sum().backward()
+        other = _head()
+        other.load_state_dict(_head().state_dict())
+        other.eval()
+        with torch.no_grad():
+            other(torch.randn(1, 4))
+        _head()(torch.randn(1, 4))  # no weights loaded: a fresh model in training mode
+    assert [] == report.findings
+
+
+def test_data_parallel_state_dict_is_reported_before_pytorchs_error():
+    saved = nn.DataParallel(nn.Linear(2, 1)).state_dict()
+    model = nn.Linear(2, 1)
+    with ferry.sanitize() as report, pytest.raises(ferry.StateDictMismatchError, match=r"ferry\.load_state_dict"):
+        model.load_state_dict(saved)
+    line = test_data_parallel_state_dict_is_reported_before_pytorchs_error.__code__.co_firstlineno + 4
+    assert [("data-parallel-state-dict", line)] == [(f.kind, f.where.line) for f in report.findings]
+    assert nn.Module.load_state_dict.__module__ == "torch.nn.modules.module"  # restored
+    with ferry.sanitize() as report:
+        model.load_state_dict(nn.Linear(2, 1).state_dict())
+        ferry.load_state_dict(model, saved)
+        nn.DataParallel(model).load_state_dict(saved)
+    assert [] == report.findings

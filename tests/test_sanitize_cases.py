@@ -35,10 +35,7 @@ CASE_FILES = sorted(LINT_CASES.glob("*.py")) if LINT_CASES.is_dir() else []
 LINE_OFFSET = 1
 EXPECT = re.compile(r"^# expect: (?P<line>\d+):(?P<slug>[\w-]+) .*\[(?P<where>static|runtime|both)\]\s*$")
 #: slugs with no runtime check yet: what they need is said in the skip reason
-NOT_CHECKED = {
-    "inference-in-train-mode": "needs a check for Dropout/BatchNorm forwards in training mode with no backward",
-    "data-parallel-state-dict": "load_state_dict is not a torch operation; ferry.load_state_dict fixes the prefix",
-}
+NOT_CHECKED: dict[str, str] = {}
 #: the finding kind that reports a case's slug, where the sanitizer names it differently
 FINDING_KIND = {"loss-on-other-device": "input-on-other-device"}
 #: slugs reported as a line of ``report.host_syncs`` rather than as a finding
@@ -47,21 +44,7 @@ HOST_SYNC_SLUGS = {"host-sync-in-training-loop"}
 CANNOT = {
     ("004", 30, "numpy-of-device-tensor"): (
         "line 29's .numpy() is never reached: the mismatch on line 27 (reported, 004:28) raises PyTorch's "
-        "RuntimeError first, as it would on a GPU; and the sanitizer has no numpy-of-device-tensor check"
-    ),
-    ("046", 16, "numpy-of-device-tensor"): (
-        "the sanitizer has no numpy-of-device-tensor check: on the pretend GPU, line 15's .numpy() raises PyTorch's "
-        "TypeError (can't convert cuda:0 device type tensor to numpy), but no finding is reported"
-    ),
-    ("023", 18, "device-less-tensor-in-forward"): (
-        "reported as input-on-other-device at line 17 (trg_mask & the CPU mask), not as device-less-tensor-in-forward: "
-        "the mask comes from torch.from_numpy in a plain helper, and the factory check only covers torch factories "
-        "(zeros, ones, ...) called inside a module's forward"
-    ),
-    ("024", 20, "device-less-tensor-in-forward"): (
-        "reported as input-on-other-device at line 19 (the cuda input meets the CPU BatchNorm2d weight), not as "
-        "device-less-tensor-in-forward: the factory check skips calls that pass device= (nn.BatchNorm2d builds its "
-        "parameters with device=None) and has no check for a module constructed inside a forward"
+        "RuntimeError first, as it would on a GPU"
     ),
 }
 

@@ -5,7 +5,11 @@ It reports, at the line of your code that caused it:
 - a device mismatch before PyTorch's own error, naming the operation, each tensor argument (device, shape, dtype),
   the module whose forward was running (``encoder.layers.3.attn``) and the fix (:class:`ferry.DeviceMismatchError`);
 - a move whose result is thrown away (``x.to(device)`` as a statement), and a device this machine does not have;
-- a CPU tensor built by a factory (``torch.zeros(n)``) inside the forward of a module that lives elsewhere;
+- a CPU tensor built by a factory (``torch.zeros(n)``, ``torch.from_numpy``, a layer's parameters) inside the
+  forward of a module that lives elsewhere, and a mismatch caused by a CPU tensor the same line built;
+- ``.numpy()`` of a device tensor, before PyTorch's ``TypeError``;
+- ``load_state_dict`` of a ``module.``-prefixed (DataParallel/DDP) state dict into a bare module, or the reverse;
+- a model given weights by ``load_state_dict`` and then run for inference in training mode (no ``.eval()``);
 - host-device synchronisations (``.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()``, ``bool(t)``, printing),
   counted per line and printed when the block ends.
 
@@ -33,6 +37,7 @@ from ferry.sanitize._frames import SourceLine
 
 if TYPE_CHECKING:
     from ferry.sanitize._mode import SanitizerMode
+    from ferry.sanitize._patches import Patches
     from ferry.sanitize._syncs import AcceleratorTest
 
 __all__ = ["Finding", "SanitizeReport", "Sanitizer", "SourceLine", "sanitize"]
@@ -49,7 +54,8 @@ class Finding:
 
     Attributes:
         kind: The bug class, named as ferry lint names it: ``input-on-other-device``, ``discarded-tensor-move``,
-            ``hardcoded-cuda-device``, ``device-less-tensor-in-forward``.
+            ``hardcoded-cuda-device``, ``device-less-tensor-in-forward``, ``numpy-of-device-tensor``,
+            ``data-parallel-state-dict``, ``inference-in-train-mode``.
         where: The line of the user's code.
         message: The full message (what, why, the fix).
         count: How many times it happened at that line.
@@ -108,6 +114,7 @@ class Sanitizer:
         self._is_accelerator = is_accelerator
         self._seen: dict[tuple[str, str, int], Finding] = {}
         self._mode: SanitizerMode | None = None
+        self._patches: Patches | None = None
 
     def __enter__(self) -> SanitizeReport:
         from ferry.sanitize._mode import SanitizerMode
@@ -124,6 +131,10 @@ class Sanitizer:
             emit=self._emit, count_sync=self._count_sync, is_accelerator=self._is_accelerator or is_accelerator
         )
         self._mode.modules.install()
+        from ferry.sanitize._patches import Patches
+
+        self._patches = Patches(self._mode)
+        self._patches.install()
         self._mode.__enter__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         return self.report
 
@@ -138,9 +149,17 @@ class Sanitizer:
         pretending, self._pretending = self._pretending, None
         if mode is None:
             return
+        patches, self._patches = self._patches, None
         try:
             mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
             mode.modules.remove()
+            if patches is not None:
+                patches.remove()
+            strict, self.strict = self.strict, False  # reported as the block ends: warnings, never raised
+            try:
+                mode.train_mode.close()
+            finally:
+                self.strict = strict
         finally:
             if pretending is not None:
                 pretending.close()

@@ -9,6 +9,7 @@ frames, names and messages are only worked out once something is wrong.
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from types import FrameType
@@ -21,7 +22,9 @@ from ferry.errors import DeviceError, DeviceMismatchError
 from ferry.sanitize._frames import SourceLine, is_library, source_line, user_frame
 from ferry.sanitize._modules import ModuleStack
 from ferry.sanitize._moves import MOVE_METHODS, is_discarded
+from ferry.sanitize._pretend_tensor import pretend_numpy
 from ferry.sanitize._syncs import SYNC_METHODS, AcceleratorTest
+from ferry.sanitize._train_mode import TrainModeWatch
 
 Tensor = torch.Tensor
 
@@ -35,7 +38,13 @@ MIXING_ALLOWED = frozenset(
 FACTORIES = frozenset(
     getattr(torch, name)
     for name in "zeros ones empty full arange rand randn randint randperm tensor as_tensor eye linspace".split()
-)
+) | {torch.from_numpy}
+#: ``Tensor.numpy`` and its pretend-GPU stand-in: a copy to numpy, which PyTorch refuses for a device tensor.
+NUMPY_METHODS = frozenset({Tensor.numpy, pretend_numpy})
+#: What counts as a host sync: :data:`SYNC_METHODS` and the pretend ``numpy``.
+_SYNCS = SYNC_METHODS | NUMPY_METHODS
+#: How many recent CPU factory calls are remembered, to explain a mismatch they cause on the line that called them.
+_RECENT = 8
 
 #: Reports a finding: (kind, where, message, error or None for a warning, frame).
 Emit = Callable[[str, SourceLine, str, "Exception | None", "FrameType | None"], None]
@@ -72,7 +81,10 @@ class SanitizerMode(TorchFunctionMode):
         self.emit = emit
         self.count_sync = count_sync
         self.is_accelerator = is_accelerator
-        self.modules = ModuleStack()
+        self.train_mode = TrainModeWatch(emit)
+        self.modules = ModuleStack(self.train_mode.root_forward, self.train_mode.root_output)
+        #: recent CPU factory calls without ``device=``: (op, creation line, (frame id, line) of the user frames)
+        self.created: deque[tuple[Any, SourceLine, frozenset[tuple[int, int]]]] = deque(maxlen=_RECENT)
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -83,16 +95,53 @@ class SanitizerMode(TorchFunctionMode):
             self._check_move(func, args, kwargs, sys._getframe(1))
         elif "device" in kwargs:
             self._check_available(kwargs["device"], func)
-        if func in SYNC_METHODS and args and isinstance(args[0], Tensor) and self.is_accelerator(args[0].device):
-            frame = user_frame()
-            if frame is not None:
-                self.count_sync(source_line(frame))
+        if func in _SYNCS and args and isinstance(args[0], Tensor):
+            if self.is_accelerator(args[0].device):
+                frame = user_frame()
+                if frame is not None:
+                    self.count_sync(source_line(frame))
+            if func in NUMPY_METHODS and args[0].device.type != "cpu" and not kwargs.get("force"):
+                self._check_numpy(args[0])
         if func not in MIXING_ALLOWED and _mixed(args, kwargs):
             self._check_devices(func, args, kwargs)
         result = func(*args, **kwargs)
-        if func in FACTORIES and self.modules.stack and "device" not in kwargs:
-            self._check_factory(func, result)
+        if (
+            func in FACTORIES
+            and kwargs.get("device") is None
+            and isinstance(result, Tensor)
+            and result.device.type == "cpu"
+        ):
+            self._created(func, result)
         return result
+
+    # --- load_state_dict with a DataParallel prefix (called by ferry.sanitize._patches) ---------------------------
+
+    def check_state_dict(self, module: torch.nn.Module, state_dict: Any) -> None:
+        from ferry.sanitize._patches import state_dict_error
+
+        if not hasattr(state_dict, "keys"):
+            return
+        found = state_dict_error(module, state_dict)
+        if found is not None:
+            message, error, (frame, where) = found
+            self.emit("data-parallel-state-dict", where, message, error, frame)
+
+    # --- numpy() of a device tensor ------------------------------------------------------------------------------
+
+    def _check_numpy(self, tensor: Tensor) -> None:
+        frame = user_frame()
+        if frame is None:
+            return
+        where = source_line(frame)
+        name = _names_in(frame).get(id(tensor), "tensor")
+        message = (
+            f"numpy-of-device-tensor: {name}.numpy() at {where.described()} on a tensor on {tensor.device}. numpy "
+            f"arrays live in host memory, so PyTorch refuses (TypeError: can't convert {tensor.device} device type "
+            f"tensor to numpy). Copy it to the host first: `{name}.cpu().numpy()` (`{name}.detach().cpu().numpy()` "
+            f"when it requires grad)."
+        )
+        error = DeviceError(message, requested=str(tensor.device), available=["cpu"])
+        self.emit("numpy-of-device-tensor", where, message, error, frame)
 
     # --- moves: discarded results and unavailable devices -------------------------------------------------------
 
@@ -181,6 +230,9 @@ class SanitizerMode(TorchFunctionMode):
             f"PyTorch runs one operation on one device and does not copy between devices for you (only 0-dim CPU "
             f"tensors mix with other devices). Move the tensor before the call:\n    {fix}"
         )
+        built = self._built_here(labelled, names, expected, frame, where, user_names) if frame is not None else None
+        if built is not None:
+            message += f"\n{built}"
         error = DeviceMismatchError(
             message,
             mismatches=mismatches,
@@ -193,6 +245,42 @@ class SanitizerMode(TorchFunctionMode):
             fix=fix,
         )
         self.emit("input-on-other-device", where, message, error, frame)
+        if built is not None:  # reached when on_error lets the operation run: the cause, as its own finding
+            self.emit("device-less-tensor-in-forward", where, built, None, frame)
+
+    def _built_here(
+        self,
+        labelled: list[tuple[str, Tensor]],
+        names: list[str],
+        expected: torch.device,
+        frame: FrameType,
+        where: SourceLine,
+        user_names: dict[int, str],
+    ) -> str | None:
+        """The ``device-less-tensor-in-forward`` message for a mismatch whose CPU tensor this line built, or ``None``.
+
+        Built means: a CPU factory call without ``device=`` made by the line ``frame`` is running, directly or in a
+        function it called (``x & make_mask(n)``), among the last few such calls.
+        """
+        if expected.type == "cpu":
+            return None
+        running = (id(frame), frame.f_lineno or 0)
+        for name, (_, t) in zip(names, labelled, strict=True):
+            if t.device.type != "cpu" or t.dim() == 0:
+                continue
+            if id(t) in user_names:  # a variable of an earlier line: an input on the wrong device
+                continue
+            built = next(((f, w) for f, w, callers in reversed(self.created) if running in callers), None)
+            if built is None:
+                continue
+            func, created = built
+            return (
+                f"{name} is a CPU tensor built by {_op(func)} without a device at {created.described()}, and "
+                f"meets tensors on {expected} at {where.described()}. Build it on the device of the tensors it is "
+                f"combined with: pass the device in (`device=x.device`), e.g. `{_op(func)}(...).to(x.device)` for "
+                f"torch.from_numpy, or `{_op(func)}(..., device=x.device)`."
+            )
+        return None
 
     def _expected_device(self, devices: set[torch.device]) -> torch.device:
         own = self.modules.parameter_device()
@@ -221,27 +309,56 @@ class SanitizerMode(TorchFunctionMode):
 
     # --- CPU factories inside a forward ----------------------------------------------------------------------
 
-    def _check_factory(self, func: Any, result: Any) -> None:
-        if not isinstance(result, Tensor) or result.device.type != "cpu":
+    def _created(self, func: Any, result: Tensor) -> None:
+        """A CPU tensor built without ``device=``: remember where, and check it if a module's forward is running."""
+        frame = user_frame(2)
+        if frame is None:
             return
+        callers: list[tuple[int, int]] = []
+        caller: FrameType | None = frame
+        while caller is not None and len(callers) < 16:
+            if not is_library(caller.f_code):
+                callers.append((id(caller), caller.f_lineno or 0))
+            caller = caller.f_back
+        where = source_line(frame)
+        self.created.append((func, where, frozenset(callers)))
+        if self.modules.stack:
+            self._check_factory(func, frame, where)
+
+    def _check_factory(self, func: Any, frame: FrameType, where: SourceLine) -> None:
         own = self.modules.parameter_device()
         if own is None or own.type == "cpu":
             return
-        frame = user_frame()
-        if frame is None:
-            return
-        where = source_line(frame)
         path = self.modules.path()
         module = f"`{path}`" if path else type(self.modules.current).__name__
-        self.emit(
-            "device-less-tensor-in-forward",
-            where,
-            f"{_op(func)} built a CPU tensor at {where.described()} inside the forward of {module}, whose "
-            f"parameters are on {own}. It costs a host-to-device copy on every call, or fails when combined with the "
-            f"module's tensors. Create it on the input's device: `{_op(func)}(..., device=x.device)`.",
-            None,
-            frame,
-        )
+        layer = _layer_being_built()
+        if layer is not None:
+            message = (
+                f"{layer} is constructed at {where.described()} inside the forward of {module}, whose parameters "
+                f"are on {own}: its parameters are created on the CPU, are not registered in __init__, so "
+                f"model.to() never moves them (and they are re-initialised on every call, never trained). Build the "
+                f"layer in __init__ (`self.bn = nn.{layer}(...)`) and call `self.bn(x)` in forward."
+            )
+        else:
+            message = (
+                f"{_op(func)} built a CPU tensor at {where.described()} inside the forward of {module}, whose "
+                f"parameters are on {own}. It costs a host-to-device copy on every call, or fails when combined with "
+                f"the module's tensors. Create it on the input's device: `{_op(func)}(..., device=x.device)`."
+            )
+        self.emit("device-less-tensor-in-forward", where, message, None, frame)
+
+
+def _layer_being_built() -> str | None:
+    """The class name of the ``nn.Module`` whose ``__init__`` is running (outermost), for a factory inside it."""
+    frame: FrameType | None = sys._getframe(2)
+    layer = None
+    while frame is not None and is_library(frame.f_code):
+        if frame.f_code.co_name == "__init__":
+            module = frame.f_locals.get("self")
+            if isinstance(module, torch.nn.Module):
+                layer = type(module).__name__
+        frame = frame.f_back
+    return layer
 
 
 def _mixed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -17,8 +18,15 @@ from torch.utils.hooks import RemovableHandle
 class ModuleStack:
     """The modules whose forward is running, outermost first, while :meth:`install` hooks are in place."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        on_root_forward: Callable[[nn.Module], None] | None = None,
+        on_root_output: Callable[[nn.Module, Any], None] | None = None,
+    ) -> None:
         self.stack: list[nn.Module] = []
+        #: called when a forward starts, and when one returns, with no other module's forward running around it
+        self.on_root_forward = on_root_forward
+        self.on_root_output = on_root_output
         self._handles: list[RemovableHandle] = []
 
     def install(self) -> None:
@@ -37,6 +45,8 @@ class ModuleStack:
         self.stack.clear()
 
     def _push(self, module: nn.Module, args: Any) -> None:
+        if not self.stack and self.on_root_forward is not None:
+            self.on_root_forward(module)
         self.stack.append(module)
 
     def _pop(self, module: nn.Module, args: Any, output: Any) -> None:
@@ -44,6 +54,8 @@ class ModuleStack:
         while stack:
             if stack.pop() is module:
                 break
+        if not stack and self.on_root_output is not None:
+            self.on_root_output(module, output)
 
     @property
     def current(self) -> nn.Module | None:

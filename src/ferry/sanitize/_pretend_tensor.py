@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch.overrides import handle_torch_function
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 _CPU = torch.device("cpu")
@@ -82,13 +83,14 @@ class PretendTensor(torch.Tensor):
         return super().type(dtype, non_blocking, **kwargs)
 
     def numpy(self, *, force: bool = False) -> Any:
-        """Raise ``TypeError`` as PyTorch does for a CUDA tensor (``force=True`` copies, as PyTorch does)."""
-        if force:
-            return self._elem.detach().clone().numpy()
-        raise TypeError(
-            f"can't convert {self._pretend_device} device type tensor to numpy. "
-            "Use Tensor.cpu() to copy the tensor to host memory first."
-        )
+        """Raise ``TypeError`` as PyTorch does for a CUDA tensor (``force=True`` copies, as PyTorch does).
+
+        Under a function mode (the sanitizer) the call goes through the mode as :func:`pretend_numpy`, as
+        ``Tensor.numpy`` does on a real GPU, so the sanitizer can report it before the ``TypeError``.
+        """
+        if torch._C._is_torch_function_mode_enabled():
+            return handle_torch_function(pretend_numpy, (self,), self, force=force)
+        return pretend_numpy(self, force=force)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         return self.numpy()
@@ -263,3 +265,13 @@ def move(t: torch.Tensor, device: torch.device) -> torch.Tensor:
         out: torch.Tensor = _Move.apply(t, device)  # type: ignore[no-untyped-call]
         return out
     return place(t, device)
+
+
+def pretend_numpy(tensor: PretendTensor, *, force: bool = False) -> Any:
+    """``PretendTensor.numpy``: raise ``TypeError`` as PyTorch does for a CUDA tensor; ``force=True`` copies."""
+    if force:
+        return tensor._elem.detach().clone().numpy()
+    raise TypeError(
+        f"can't convert {tensor._pretend_device} device type tensor to numpy. "
+        "Use Tensor.cpu() to copy the tensor to host memory first."
+    )

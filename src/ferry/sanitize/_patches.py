@@ -1,0 +1,119 @@
+"""Checks on calls that are not torch operations, so the function mode never sees them.
+
+While a sanitizer is on, :class:`Patches` replaces, and on exit restores:
+
+- ``torch.from_numpy``: its result is remembered as a CPU tensor built without a device (the mode's factory check);
+- ``torch.nn.Module.load_state_dict``: a state dict whose keys all carry ``module.`` (saved from
+  ``nn.DataParallel``/DDP) loaded into a bare module, or the other way round, is reported before PyTorch's
+  "Unexpected key(s)" error; and a module that gets weights is remembered for the train-mode check;
+- ``torch.nn.Module.train``: ``.train()``/``.eval()`` after loading says the mode was chosen on purpose.
+
+Module stays unpatched for everything else; the cost is one Python call per ``load_state_dict``/``train``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from ferry.errors import StateDictMismatchError
+from ferry.sanitize._frames import source_line, user_frame
+
+if TYPE_CHECKING:
+    from ferry.sanitize._mode import SanitizerMode
+
+PREFIX = "module."
+
+
+class Patches:
+    """Install with :meth:`install`, restore with :meth:`remove`; reports go through the mode's ``emit``."""
+
+    def __init__(self, mode: SanitizerMode) -> None:
+        self.mode = mode
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def install(self) -> None:
+        mode = self.mode
+        from_numpy = torch.from_numpy
+        load_state_dict = nn.Module.load_state_dict
+        train = nn.Module.train
+
+        def checked_from_numpy(array: Any) -> torch.Tensor:
+            result = from_numpy(array)
+            mode._created(from_numpy, result)
+            return result
+
+        def checked_load_state_dict(self: nn.Module, state_dict: Mapping[str, Any], *args: Any, **kwargs: Any) -> Any:
+            mode.check_state_dict(self, state_dict)
+            result = load_state_dict(self, state_dict, *args, **kwargs)
+            mode.train_mode.loaded(self)
+            return result
+
+        def checked_train(self: nn.Module, mode_: bool = True) -> nn.Module:
+            mode.train_mode.chosen(self)
+            return train(self, mode_)
+
+        self._replace(torch, "from_numpy", checked_from_numpy)
+        self._replace(nn.Module, "load_state_dict", checked_load_state_dict)
+        self._replace(nn.Module, "train", checked_train)
+
+    def _replace(self, owner: Any, name: str, value: Callable[..., Any]) -> None:
+        self._saved.append((owner, name, owner.__dict__[name]))
+        setattr(owner, name, value)
+
+    def remove(self) -> None:
+        for owner, name, original in reversed(self._saved):
+            setattr(owner, name, original)
+        self._saved = []
+
+
+def prefix_mismatch(own: list[str], incoming: list[str]) -> str | None:
+    """``"added"`` when only ``incoming`` keys all carry ``module.``, ``"missing"`` for the reverse, else ``None``."""
+    if not own or not incoming:
+        return None
+    own_prefixed = all(k.startswith(PREFIX) for k in own)
+    incoming_prefixed = all(k.startswith(PREFIX) for k in incoming)
+    if incoming_prefixed and not own_prefixed:
+        return "added"
+    if own_prefixed and not incoming_prefixed:
+        return "missing"
+    return None
+
+
+def state_dict_error(module: nn.Module, state_dict: Mapping[str, Any]) -> tuple[str, Any, Any] | None:
+    """The message, error and frame for a ``module.`` prefix mismatch, or ``None``."""
+    from ferry.checkpoint.state_dict import LoadReport
+
+    own = list(module.state_dict().keys())
+    incoming = [k for k in state_dict if isinstance(k, str)]
+    kind = prefix_mismatch(own, incoming)
+    if kind is None:
+        return None
+    frame = user_frame(2)
+    if frame is None:
+        return None
+    where = source_line(frame)
+    if kind == "added":
+        what = (
+            f"the state dict's keys all start with 'module.' ({incoming[0]!r}), the module's do not ({own[0]!r}): "
+            f"it was saved from nn.DataParallel/DistributedDataParallel"
+        )
+        fix = '`{k.removeprefix("module."): v for k, v in state_dict.items()}`'
+        missing, unexpected = own, incoming
+    else:
+        what = (
+            f"the module's keys all start with 'module.' ({own[0]!r}: it is wrapped in nn.DataParallel/DDP), the "
+            f"state dict's do not ({incoming[0]!r})"
+        )
+        fix = "load into the wrapped model, `model.module.load_state_dict(state_dict)`"
+        missing, unexpected = own, incoming
+    message = (
+        f"data-parallel-state-dict: {type(module).__name__}.load_state_dict at {where.described()}: {what}, so no "
+        f"key matches (PyTorch raises Missing/Unexpected key(s), or with strict=False loads nothing). Load it with "
+        f"`ferry.load_state_dict(model, state_dict)`, which adds or strips the prefix, or rename the keys: {fix}."
+    )
+    report = LoadReport(missing=missing, unexpected=unexpected, mismatched=[], suggestions={}, loaded=[], renamed={})
+    return message, StateDictMismatchError(message, report=report), (frame, where)
