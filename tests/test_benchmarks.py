@@ -177,3 +177,28 @@ def test_gpu_check_rejects_unknown_option() -> None:
 
 def test_gpu_check_is_executable() -> None:
     assert os.access(GPU_CHECK, os.X_OK)
+
+
+def test_bench_sanitize_quick() -> None:
+    proc = run_script([sys.executable, str(BENCHMARKS / "bench_sanitize.py"), "--quick"])
+    assert 0 == proc.returncode, proc.stderr
+    assert "transformer" in proc.stdout
+    assert "per operation" in proc.stdout
+
+
+def test_bench_lint_times_ferry_on_a_tree(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "train.py").write_text("import torch\nx = torch.randn(2)\nx.to('cpu')\n")
+    (tree / "clean.py").write_text("import torch\nprint(torch.ones(1))\n")
+    out = tmp_path / "lint.json"
+    proc = run_script(
+        [sys.executable, str(BENCHMARKS / "bench_lint.py"), str(tree), "--torchfix", "", "--repeat", "1",
+         "--json", str(out)]
+    )  # fmt: skip
+    assert 0 == proc.returncode, proc.stderr
+    row = json.loads(out.read_text())["results"][0]
+    assert (2, 5) == (row["files"], row["lines"])
+    assert row["ferry_s"] > 0
+    assert 1 <= row["ferry_output_lines"]
+    assert "torchfix_s" not in row
