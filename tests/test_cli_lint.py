@@ -22,7 +22,7 @@ y.cpu()
 """
 CLEAN = "import torch\n\nx = torch.randn(8, 3)\nx = x.to('cpu')\n"
 FIXED = BUGGY.replace("x.to(device)  #", "x = x.to(device)  #").replace("y.cpu()", "y = y.cpu()")
-MESSAGE_X = "FRY001 result of `x.to(...)` is discarded"
+MESSAGE_X = "FRY001 result of `x.to(device)` is discarded"
 
 
 def notebook(*sources: str) -> str:
@@ -73,12 +73,12 @@ def test_default_output_and_summary(project: Path, capsys: pytest.CaptureFixture
     code, out, err = lint(capsys, "--select", "FRY001")
     assert 1 == code
     assert [
-        "explore.ipynb:cell 3:3:1: FRY001 result of `x.to(...)` is discarded: tensors are not moved or converted in "
-        "place; assign it: `x = x.to(...)`",
-        "src/train.py:5:1: FRY001 result of `x.to(...)` is discarded: tensors are not moved or converted in place; "
-        "assign it: `x = x.to(...)`",
-        "src/train.py:7:1: FRY001 result of `y.cpu(...)` is discarded: tensors are not moved or converted in place; "
-        "assign it: `y = y.cpu(...)`",
+        "explore.ipynb:cell 3:3:1: FRY001 result of `x.to(device)` is discarded: tensors are not moved or converted in "
+        "place; assign it: `x = x.to(device)`",
+        "src/train.py:5:1: FRY001 result of `x.to(device)` is discarded: tensors are not moved or converted in place; "
+        "assign it: `x = x.to(device)`",
+        "src/train.py:7:1: FRY001 result of `y.cpu()` is discarded: tensors are not moved or converted in place; "
+        "assign it: `y = y.cpu()`",
     ] == out.splitlines()
     assert "Found 3 problems (3 fixable with --fix).\n" == err
 
@@ -380,3 +380,50 @@ def test_fix_that_cannot_be_written_exits_2_and_leaves_the_file(
     assert 2 == code
     assert "ferry lint: cannot write the fixes to src/train.py: Permission denied." in err
     assert BUGGY == (project / "src" / "train.py").read_text()
+
+
+@pytest.mark.parametrize("pattern", ["F", "FR", ""])
+def test_select_matching_no_rule_is_a_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str], pattern: str
+) -> None:
+    code, _, err = lint(capsys, "--select", pattern, "src")
+    assert 2 == code
+    assert "no lint rule matches" in err
+
+
+def test_non_utf8_pyproject_is_a_clear_error(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "pyproject.toml").write_bytes(b"[tool.ferry.lint]\n# caf\xe9\n")
+    code, _, err = lint(capsys, "src")
+    assert 2 == code
+    assert "pyproject.toml: not valid TOML" in err
+    assert "Traceback" not in err
+
+
+def test_explain_into_a_closed_pipe_is_quiet(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdout", ClosedPipe())
+    assert 1 == main(["lint", "--explain", "FRY001"])
+    assert "Traceback" not in capsys.readouterr().err
+
+
+class BytesStdin:
+    def __init__(self, data: bytes) -> None:
+        self.buffer = io.BytesIO(data)
+
+
+def test_stdin_is_decoded_like_a_file(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    latin = b"# -*- coding: latin-1 -*-\nimport torch\nx = torch.ones(2)  # caf\xe9\nx.cpu()\n"
+    monkeypatch.setattr("sys.stdin", BytesStdin(latin))
+    code, out, err = lint(capsys, "--isolated", "-")
+    assert 1 == code
+    assert out.startswith("-:4:1: FRY001")
+    monkeypatch.setattr("sys.stdin", BytesStdin(b"x = 1  # caf\xe9\n"))
+    code, out, err = lint(capsys, "--isolated", "-")
+    assert 1 == code
+    assert "FRY000 cannot decode as utf-8: byte 0xe9" in out
+    assert "Traceback" not in err

@@ -135,3 +135,24 @@ def test_per_file_ignores_match_relative_to_the_config_folder(tmp_path: Path) ->
     assert [] == codes(config.rules_for(str(tmp_path / "src" / "__init__.py")))
     assert ["FRY001"] == codes(config.rules_for(str(tmp_path / "src" / "tests" / "a.py")))
     assert ["FRY001"] == codes(config.rules_for("-"))
+
+
+def test_non_utf8_config_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_bytes("[tool.ferry.lint]\n# caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ArgumentError, match=r"pyproject\.toml: not valid TOML: byte 0xe9 .* not UTF-8"):
+        find_config(tmp_path)
+    with pytest.raises(ArgumentError, match=r"pyproject\.toml"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("pattern", ["F", "FR", "", "  ", "fr"])
+def test_patterns_that_select_no_rule_are_rejected(pattern: str) -> None:
+    with pytest.raises(ArgumentError, match="no lint rule matches"):
+        select_rules([pattern])
+    with pytest.raises(ArgumentError, match="no lint rule matches"):
+        select_rules(None, [pattern])
+
+
+def test_fry_prefix_still_selects() -> None:
+    assert select_rules(["FRY"]) == [r for r in RULES if r.default]

@@ -123,7 +123,7 @@ def test_notebook_fix_on_a_magic_line_is_skipped(monkeypatch: pytest.MonkeyPatch
 
 def test_diff_of_a_notebook_names_the_cell() -> None:
     before = source_from_text(notebook_text(), "n.ipynb")
-    after, count = fix_source(before, FRY001)
+    after, count, _ = fix_source(before, FRY001)
     assert 2 == count
     diff = unified_diff(before, after)
     assert diff.startswith("--- n.ipynb:cell 3\n+++ n.ipynb:cell 3\n")
@@ -134,7 +134,7 @@ def test_diff_of_a_notebook_names_the_cell() -> None:
 def test_write_source_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t.py"
     path.write_bytes(BUGGY.encode())
-    fixed, _ = fix_source(read_source(str(path)), FRY001)
+    fixed, _, _ = fix_source(read_source(str(path)), FRY001)
 
     def refuse(src: object, dst: object) -> None:
         raise OSError(28, "No space left on device")
@@ -153,10 +153,61 @@ def test_write_source_keeps_encoding_and_bom(tmp_path: Path) -> None:
     path = tmp_path / "t.py"
     data = b"\xef\xbb\xbf" + BUGGY.replace("\n", "\r\n").encode()
     path.write_bytes(data)
-    fixed, count = fix_source(read_source(str(path)), FRY001)
+    fixed, count, _ = fix_source(read_source(str(path)), FRY001)
     write_source(fixed)
     assert 2 == count
     written = path.read_bytes()
     assert written.startswith(b"\xef\xbb\xbf")
     assert written.count(b"\r\n") == data.count(b"\r\n")
     assert b"x = x.to(device)" in written
+
+
+def test_only_the_fixes_that_break_the_code_are_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ferry.lint.fix as fix_module
+
+    def fixes(text: str, path: str, rules: object) -> list[Fix]:
+        broken = Fix("break it", (Edit((2, 0), (2, 0), "(("),))
+        return [broken] if text.startswith("y") else [Fix("good", (Edit((1, 0), (1, 1), "y"),)), broken]
+
+    monkeypatch.setattr(fix_module, "_fixes", fixes)
+    source = "x = 1\nz = 2\n"
+    assert ("y = 1\nz = 2\n", 1, 1) == fix_module.fix_text_counting(source, "t.py", FRY001)
+    after, count, skipped = fix_source(source_from_text(source, "t.py"), FRY001)
+    assert ("y = 1\nz = 2\n", 1, 1) == (after.raw, count, skipped)
+
+
+def test_summary_counts_skipped_fixes() -> None:
+    from ferry.lint.files import FileResult
+    from ferry.lint.report import summary
+
+    results = [FileResult("t.py", [], fixed=1, skipped=2)]
+    assert summary(results, fixing=True).endswith("2 fixes skipped: applying them would break the code.")
+    assert summary(results, diff=True).endswith("2 fixes skipped: applying them would break the code.")
+    assert "skipped" not in summary(results)
+
+
+FIXABLE = "import torch\nx = torch.randn(2)\nx.cuda()\n"
+
+
+def test_write_source_follows_symlinks_and_keeps_the_mode(tmp_path: Path) -> None:
+    target = tmp_path / "real.py"
+    target.write_text(FIXABLE)
+    target.chmod(0o755)
+    link = tmp_path / "link.py"
+    link.symlink_to(target)
+    fixed, _, _ = fix_source(read_source(str(link)), FRY001)
+    write_source(fixed, link)
+    assert link.is_symlink()
+    assert "x = x.cuda()" in target.read_text()
+    assert 0o755 == target.stat().st_mode & 0o777
+
+
+def test_write_source_keeps_hard_links(tmp_path: Path) -> None:
+    first = tmp_path / "a.py"
+    first.write_text(FIXABLE)
+    second = tmp_path / "b.py"
+    os.link(first, second)
+    fixed, _, _ = fix_source(read_source(str(first)), FRY001)
+    write_source(fixed, first)
+    assert first.stat().st_ino == second.stat().st_ino
+    assert "x = x.cuda()" in second.read_text()

@@ -25,7 +25,7 @@ def test_plugin_yields_flake8_tuples() -> None:
     plugin = Plugin(ast.parse(BUGGY), BUGGY.splitlines(keepends=True), "t.py")
     [(line, col, message, kind)] = list(plugin.run())
     assert (4, 0, Plugin) == (line, col, kind)
-    assert message.startswith("FRY001 result of `x.to(...)` is discarded")
+    assert message.startswith("FRY001 result of `x.to('cpu')` is discarded")
 
 
 def test_entry_point_is_registered() -> None:
@@ -46,4 +46,25 @@ def test_flake8_reports_fry_codes(tmp_path: Path) -> None:
     )
     assert (1, "") == (result.returncode, result.stderr)
     [line] = result.stdout.splitlines()
-    assert line.startswith("t.py:4:1: FRY001 result of `x.to(...)` is discarded")
+    assert line.startswith("t.py:4:1: FRY001 result of `x.to('cpu')` is discarded")
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["import torch\nx = torch.ones(2)\nz = " + "+".join(["x"] * 500) + "\n", "t.to('cpu')" + ".to('cpu')" * 400 + "\n"],
+)
+def test_plugin_never_raises_on_deep_nesting(code: str) -> None:
+    plugin = Plugin(ast.parse(code), code.splitlines(keepends=True), "t.py")
+    for _, _, message, _ in plugin.run():
+        assert message.startswith("FRY")
+
+
+def test_plugin_reports_a_rule_crash_instead_of_raising(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("ferry.lint.flake8.lint_source", broken)
+    [(line, col, message, _)] = list(Plugin(ast.parse(BUGGY), BUGGY.splitlines(keepends=True), "t.py").run())
+    assert (1, 0) == (line, col)
+    assert message.startswith("FRY000 ")
+    assert "boom" in message

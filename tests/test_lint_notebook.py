@@ -102,3 +102,9 @@ BAD_NOTEBOOKS = [
 def test_bad_notebooks_raise_notebook_error(text: str, message: str) -> None:
     with pytest.raises(NotebookError, match=message.replace("(", r"\(").replace(")", r"\)")):
         read_notebook(text)
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '{"cells": ' + "1" * 5000 + "}"])
+def test_unreadable_json_is_a_notebook_error(text: str) -> None:
+    with pytest.raises(NotebookError, match="not valid JSON"):
+        read_notebook(text)

@@ -95,3 +95,114 @@ def test_readme_rules_table_is_current() -> None:
     spec.loader.exec_module(script)
     readme = (repo / "README.md").read_text()
     assert f"{script.START}\n{script.table()}{script.END}" in readme
+
+
+FRY001 = [r for r in RULES if r.code == "FRY001"]
+HEADER = "import torch\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "fixed"),
+    [
+        ("x = torch.zeros(2)\nx.cpu()\n", True),
+        ("x = torch.zeros(2)\ndef f():\n    x.cpu()\n", False),  # a module global: the fix would make it local
+        ("def f():\n    x = torch.zeros(2)\n    def g():\n        x.cpu()\n", False),  # enclosing function's
+        ("x = torch.zeros(2)\ndef f():\n    global x\n    x = torch.ones(2)\n    x.cpu()\n", False),
+        ("def f(x: torch.Tensor):\n    x.cpu()\n", True),
+        ("x = torch.zeros(2)\n(x\n    .cpu())\n", False),  # multi-line: the brackets would be lost
+    ],
+)
+def test_fry001_fix_only_for_locals_on_one_line(code: str, fixed: bool) -> None:
+    (found,) = lint_source(HEADER + code, rules=FRY001)
+    assert (found.fix is not None) == fixed
+
+
+def test_fry001_message_shows_the_real_call() -> None:
+    (found,) = lint_source(HEADER + "x = torch.zeros(2)\nx.cpu()\n", rules=FRY001)
+    assert "`x.cpu()` is discarded" in found.message
+    assert "`x = x.cpu()`" in found.message
+    long = "x.to(" + "a" * 70 + ")"
+    (found,) = lint_source(HEADER + f"x = torch.zeros(2)\n{long}\n", rules=FRY001)
+    assert "`x.to(...)` is discarded" in found.message
+
+
+def test_fry001_loop_variable_says_rebuild_the_container() -> None:
+    code = HEADER + "ts = [torch.zeros(2)]\nfor t in ts:\n    t.to('cuda')\n"
+    (found,) = lint_source(code, rules=FRY001)
+    assert found.fix is None
+    assert "`ts = [t.to('cuda') for t in ts]`" in found.message
+    code = HEADER + "d = {'a': torch.zeros(2)}\nfor k, v in d.items():\n    v.to('cuda')\n"
+    (found,) = lint_source(code, rules=FRY001)
+    assert found.fix is None
+    assert "`d = {k: v.to('cuda') for k, v in d.items()}`" in found.message
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import torch\nx = torch.ones(2)\nz = " + "+".join(["x"] * 500) + "\n",
+        "import torch\nt = torch.ones(2)\nt.to('cpu')" + ".to('cpu')" * 400 + "\n",
+    ],
+)
+def test_deep_nesting_is_followed_a_bounded_depth_without_crashing(code: str) -> None:
+    for diagnostic in lint_source(code):
+        assert diagnostic.code != "FRY000" or "nests deeper" in diagnostic.message
+
+
+def test_recursion_in_a_rule_gives_fry000(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ferry.lint.engine as engine
+
+    def deep(*args: object) -> None:
+        raise RecursionError
+
+    monkeypatch.setattr(engine, "FileContext", deep)
+    [found] = lint_source("x = 1\n", "t.py")
+    assert ("FRY000", "not checked: the code nests deeper than the linter follows") == (found.code, found.message)
+
+
+def test_parser_giving_up_gives_fry000() -> None:
+    [found] = lint_source("x = " + "-" * 100_000 + "1\n", "t.py")
+    assert "FRY000" == found.code
+    assert "too complex" in found.message
+
+
+@pytest.mark.parametrize(
+    ("line", "silenced"),
+    [
+        ('s = "# noqa"; x.cpu()', False),
+        ("s = '# noqa: FRY001'; x.cpu()", False),
+        ("x.cpu()  # noqa: FRY001", True),
+        ("x.cpu()  # noqa", True),
+        ('x.cpu()  # "quoted" noqa: FRY001', False),
+    ],
+)
+def test_noqa_counts_only_in_comments(line: str, silenced: bool) -> None:
+    found = lint_source(HEADER + "x = torch.zeros(2)\n" + line + "\n", rules=FRY001)
+    assert (not found) == silenced
+
+
+def test_noqa_falls_back_to_text_when_tokenizing_fails() -> None:
+    from ferry.lint.engine import _noqa_lines
+
+    assert {2: None} == _noqa_lines('x = 1\ny = """  # noqa\n')
+
+
+def test_fry009_inline_wrapper_suggests_the_bare_model() -> None:
+    code = (
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\n"
+        "torch.save(nn.DataParallel(model).state_dict(), 'p.pt')\n"
+    )
+    [found] = lint_source(code, rules=[r for r in RULES if r.code == "FRY009"])
+    assert "`model.state_dict()`" in found.message
+    assert "model.module" not in found.message
+
+
+def test_fry008_second_report_refers_to_the_first() -> None:
+    code = (
+        "import torch\nimport torch.nn as nn\nmodel = nn.Linear(2, 2)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "opt.load_state_dict(torch.load('o.pt', map_location='cpu'))\nmodel.to('cuda')\n"
+    )
+    found = lint_source(code, rules=[r for r in RULES if r.code == "FRY008"])
+    assert [5, 6] == [d.line for d in found]
+    assert "the same problem as reported at line 5" in found[1].message

@@ -25,7 +25,16 @@ from dataclasses import replace
 
 from ferry.errors import ArgumentError
 from ferry.lint.config import LintConfig, find_config, load_config
-from ferry.lint.files import FileResult, SourceFile, discover, lint_file, read_source, source_from_text, unreadable
+from ferry.lint.files import (
+    FileResult,
+    SourceFile,
+    decode_source,
+    discover,
+    lint_file,
+    read_source,
+    source_from_text,
+    unreadable,
+)
 from ferry.lint.model import Rule
 from ferry.lint.notebook import NotebookError
 from ferry.lint.rules import RULES
@@ -39,7 +48,8 @@ def _patterns(values: Sequence[str] | None) -> list[str] | None:
     """``--select A,B --select C`` -> ``["A", "B", "C"]``; ``None`` when the option was not given."""
     if values is None:
         return None
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+    # a stray comma is tolerated, but an option given nothing (``--select ''``) stays, for select_rules to reject
+    return [part.strip() for value in values for part in value.split(",") if part.strip() or not value.strip()]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -157,7 +167,9 @@ def _config(args: argparse.Namespace) -> LintConfig:
 def _read(path: str, args: argparse.Namespace) -> SourceFile:
     if path == "-":
         name = args.stdin_filename or "-"
-        return source_from_text(args.stdin_text, name, notebook=name.endswith(".ipynb"))
+        if args.stdin_bytes is None:  # a text-only stdin (an embedding program's): already decoded
+            return source_from_text(args.stdin_text, name, notebook=name.endswith(".ipynb"))
+        return decode_source(args.stdin_bytes, name, notebook=name.endswith(".ipynb"))
     return read_source(path)
 
 
@@ -177,10 +189,10 @@ def _check(path: str, args: argparse.Namespace, config: LintConfig, rules: Seque
     file_rules = config.rules_for(source.path, rules)
     if not (args.fix or args.diff):
         return FileResult(source.path, lint_file(source, file_rules), source)
-    fixed, count = fix_source(source, file_rules)
+    fixed, count, skipped = fix_source(source, file_rules)
     if count and args.fix and not args.diff and path != "-":  # standard input: the caller prints the fixed code
         write_source(fixed, path)
-    return FileResult(source.path, lint_file(fixed, file_rules), fixed, count, source if count else None)
+    return FileResult(source.path, lint_file(fixed, file_rules), fixed, count, source if count else None, skipped)
 
 
 def _print_statistics(results: Sequence[FileResult], args: argparse.Namespace, out: list[str]) -> None:
@@ -208,6 +220,19 @@ def _print_statistics(results: Sequence[FileResult], args: argparse.Namespace, o
     out.append(buffer.getvalue())
 
 
+def _read_stdin(args: argparse.Namespace, wanted: bool) -> None:
+    """Read standard input as bytes (decoded later like a file); ``stdin_text`` is its text for echoing back."""
+    args.stdin_bytes, args.stdin_text = None, ""
+    if not wanted:
+        return
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:
+        args.stdin_text = sys.stdin.read()
+        return
+    args.stdin_bytes = buffer.read()
+    args.stdin_text = args.stdin_bytes.decode("utf-8", errors="surrogateescape")
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.json:
         args.format = "json"
@@ -218,7 +243,7 @@ def _run(args: argparse.Namespace) -> int:
         raise _UsageError("'-' (standard input) must be the only path.")
     config = _config(args)
     rules = config.rules()
-    args.stdin_text = sys.stdin.read() if paths == ["-"] else ""
+    _read_stdin(args, paths == ["-"])
     try:
         files = discover(paths, keep=config.path_filter(), force_exclude=args.force_exclude)
     except FileNotFoundError as err:
@@ -259,7 +284,10 @@ def _run(args: argparse.Namespace) -> int:
     _emit("".join(out), args, to_stderr=stdin_fix)
     if stdin_fix:  # the fixed code, or the code as it came when it could not be fixed (editors replace the buffer)
         fixed = results[0].source if results else None
-        sys.stdout.write(fixed.raw if fixed is not None else args.stdin_text)
+        if fixed is not None and results[0].fixed:
+            _write_code(fixed.raw.encode(fixed.encoding), fixed.raw)
+        else:  # unchanged: give back exactly the bytes that came
+            _write_code(args.stdin_bytes, args.stdin_text)
     if not args.quiet and (args.format == "text" or args.diff):
         from ferry.lint.report import summary
 
@@ -271,6 +299,16 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if any(r.diagnostics for r in results) else 0
 
 
+def _write_code(data: bytes | None, text: str) -> None:
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None or data is None:
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
 def _emit(text: str, args: argparse.Namespace, *, to_stderr: bool) -> None:
     if args.output_file:
         from ferry.checkpoint.atomic import atomic_file
@@ -279,6 +317,16 @@ def _emit(text: str, args: argparse.Namespace, *, to_stderr: bool) -> None:
             handle.write(text.encode("utf-8"))
     elif text:
         (sys.stderr if to_stderr else sys.stdout).write(text)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so flushing it at exit after a broken pipe raises nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a real file (captured in tests)
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -296,10 +344,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as exit_:  # --help (0) or a usage error (2): return the code instead of exiting
         return exit_.code if isinstance(exit_.code, int) else 2
-    if args.explain is not None:
-        return _explain(args.explain, as_json=args.json or args.format == "json")
     try:
-        return _run(args)
+        if args.explain is not None:
+            code = _explain(args.explain, as_json=args.json or args.format == "json")
+        else:
+            code = _run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not as a traceback when Python exits
+        return code
+    except BrokenPipeError:  # `ferry lint ... | head`: the reader has what it wanted
+        _silence_stdout()
+        return 1
     except (_UsageError, ArgumentError) as err:
         _error(str(err))
         return 2

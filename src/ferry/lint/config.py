@@ -139,6 +139,11 @@ def _table(path: Path) -> dict[str, Any] | None:
             data = toml.load(handle)
     except toml.TOMLDecodeError as err:
         raise ArgumentError(f"{path}: not valid TOML: {err}. Fix the file, or pass --config with another.") from None
+    except UnicodeDecodeError as err:  # TOML is UTF-8 by definition
+        raise ArgumentError(
+            f"{path}: not valid TOML: byte {err.object[err.start]:#04x} at offset {err.start} is not UTF-8. "
+            "Save the file as UTF-8, or pass --config with another."
+        ) from None
     except OSError as err:
         raise ArgumentError(f"{path}: cannot read: {err.strerror or err}.") from err
     table = data.get("tool", {}).get("ferry", {}).get("lint")
@@ -151,7 +156,7 @@ def find_config(start: str | os.PathLike[str]) -> Path | None:
     """The nearest ``pyproject.toml`` with a ``[tool.ferry.lint]`` table at or above ``start`` (a file or folder).
 
     Raises:
-        ArgumentError: A ``pyproject.toml`` on the way is not valid TOML.
+        ArgumentError: A ``pyproject.toml`` on the way is not valid (UTF-8) TOML.
     """
     folder = Path(os.path.abspath(start))
     if not folder.is_dir():

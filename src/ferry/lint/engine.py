@@ -8,7 +8,9 @@ instead of an exception, so one bad file never stops a run.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from collections.abc import Iterable, Sequence
 
 from ferry.errors import ArgumentError
@@ -49,15 +51,21 @@ def select_rules(select: Iterable[str] | None = None, ignore: Iterable[str] | No
     """
     chosen = [r for r in RULES if r.default] if select is None else []
     for pattern in select or ():
-        found = [r for r in RULES if _matches(r, pattern)]
-        if not found and not any(r.code.startswith(pattern.strip().upper()) for r in RULES):
+        found = [r for r in RULES if _matches(r, pattern)] if pattern.strip() else []
+        if not found and not (pattern.strip() and any(_is_code_prefix(r, pattern) for r in RULES)):
             raise _unknown(pattern)
         chosen.extend(r for r in found if r not in chosen)
     for pattern in ignore or ():
-        if not any(r.code.startswith(pattern.strip().upper()) or r.name == pattern.strip() for r in RULES):
+        if not pattern.strip() or not any(_is_code_prefix(r, pattern) or r.name == pattern.strip() for r in RULES):
             raise _unknown(pattern)
         chosen = [r for r in chosen if not (r.code.startswith(pattern.strip().upper()) or r.name == pattern.strip())]
     return sorted(chosen, key=lambda r: r.code)
+
+
+def _is_code_prefix(rule: Rule, pattern: str) -> bool:
+    """Whether ``pattern`` is ``FRY`` or longer and starts ``rule``'s code (``F`` and ``FR`` name no rule)."""
+    upper = pattern.strip().upper()
+    return upper.startswith("FRY") and rule.code.startswith(upper)
 
 
 def _unknown(pattern: str) -> ArgumentError:
@@ -69,14 +77,24 @@ def _unknown(pattern: str) -> ArgumentError:
 
 
 def _noqa_lines(source: str) -> dict[int, frozenset[str] | None]:
-    """Line -> the codes its ``# noqa: ...`` allows (``None``: a bare ``# noqa`` allows everything)."""
+    """Line -> the codes its ``# noqa: ...`` comment allows (``None``: a bare ``# noqa`` allows everything).
+
+    Only comments count (``"# noqa"`` in a string does not); when the source cannot be tokenized, each line is
+    searched as text.
+    """
     found: dict[int, frozenset[str] | None] = {}
     if "noqa" not in source.lower():
         return found
-    for number, line in enumerate(source.splitlines(), start=1):
-        if "#" not in line:
-            continue
-        match = _NOQA.search(line)
+    try:
+        comments = [
+            (token.start[0], token.string)
+            for token in tokenize.generate_tokens(io.StringIO(source).readline)
+            if token.type == tokenize.COMMENT
+        ]
+    except (tokenize.TokenError, SyntaxError, ValueError, RecursionError, MemoryError):
+        comments = [(number, line) for number, line in enumerate(source.splitlines(), start=1) if "#" in line]
+    for number, text in comments:
+        match = _NOQA.search(text)
         if match:
             codes = match.group("codes")
             found[number] = None if codes is None else frozenset(re.split(r"[\s,]+", codes.upper()))
@@ -149,6 +167,25 @@ def lint_source(
         return [
             Diagnostic(path, line, col + 1, line, col + 1, SYNTAX_ERROR, "syntax-error", f"cannot parse: {message}")
         ]
+    except (RecursionError, MemoryError):  # CPython's parser gives up on very deep nesting
+        return [_not_checked(path, "cannot parse: the code is too complex (it nests too deeply for the parser)")]
+    try:
+        found = _run_rules(source, tree, path, chosen, lines)
+    except RecursionError:
+        return [_not_checked(path, TOO_DEEP)]
+    found.sort(key=lambda d: (d.line, d.col, d.code))
+    return found
+
+
+#: The ``FRY000`` message of a file whose nesting the rules could not follow.
+TOO_DEEP = "not checked: the code nests deeper than the linter follows"
+
+
+def _not_checked(path: str, message: str) -> Diagnostic:
+    return Diagnostic(path, 1, 1, 1, 1, SYNTAX_ERROR, "syntax-error", message)
+
+
+def _run_rules(source: str, tree: ast.Module, path: str, chosen: Sequence[Rule], lines: list[str]) -> list[Diagnostic]:
     ctx = FileContext(source, tree, path)
     noqa = _noqa_lines(source)
     found: list[Diagnostic] = []
@@ -159,5 +196,4 @@ def lint_source(
             if allowed is None or rule.code in allowed:
                 continue
             found.append(diagnostic)
-    found.sort(key=lambda d: (d.line, d.col, d.code))
     return found

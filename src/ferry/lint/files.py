@@ -37,6 +37,7 @@ __all__ = [
     "FileResult",
     "PathFilter",
     "SourceFile",
+    "decode_source",
     "discover",
     "glob_matches",
     "lint_file",
@@ -329,7 +330,21 @@ def read_source(path: str) -> SourceFile:
     """
     with open(path, "rb") as handle:
         data = handle.read()
-    if path.endswith(".ipynb"):
+    return decode_source(data, path)
+
+
+def decode_source(data: bytes, path: str, *, notebook: bool | None = None) -> SourceFile:
+    """A :class:`SourceFile` from a file's bytes, decoded as :func:`read_source` does (standard input uses it).
+
+    A notebook (``notebook``, by default whether ``path`` ends in ``.ipynb``) is UTF-8; Python source is in the
+    encoding its BOM or coding cookie declares, else UTF-8.
+
+    Raises:
+        UnicodeDecodeError: The bytes are not in that encoding.
+        SyntaxError: The coding cookie names an unknown encoding.
+        NotebookError: A notebook that is not nbformat 4.
+    """
+    if notebook if notebook is not None else path.endswith(".ipynb"):
         return source_from_text(data.decode("utf-8-sig"), path, notebook=True)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
@@ -385,6 +400,7 @@ class FileResult:
         source: The file as read (after fixing: as fixed); ``None`` when it could not be read.
         fixed: How many fixes were applied (or, with ``--diff``, would be).
         original: The file's text before fixing, when fixes changed it.
+        skipped: How many fixes were left out because they would have made the file unparsable.
     """
 
     path: str
@@ -392,3 +408,4 @@ class FileResult:
     source: SourceFile | None = None
     fixed: int = 0
     original: SourceFile | None = None
+    skipped: int = 0

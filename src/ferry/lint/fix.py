@@ -3,18 +3,22 @@
 A :class:`~ferry.lint.model.Fix` is a set of edits that must all apply or none. :func:`apply_fixes` takes the fixes
 in order of position, skips any fix with an edit that overlaps an edit already taken (the next round gets it),
 and splices the edits in from the back of the text to the front, so earlier positions stay valid. :func:`fix_text`
-repeats lint-and-apply until nothing more is fixable or :data:`MAX_ROUNDS` rounds have run; a round whose result
-does not parse is dropped. :func:`fix_notebook` does the same for notebooks, applying each fix inside the cell it
+repeats lint-and-apply until nothing more is fixable or :data:`MAX_ROUNDS` rounds have run; when a round's result
+does not parse, its fixes are tried one by one and those that would break the code are skipped (and counted, see
+:func:`fix_text_counting`). :func:`fix_notebook` does the same for notebooks, applying each fix inside the cell it
 belongs to (a fix that spans cells, or touches a neutralised IPython line, is left alone), and :func:`fix_source`
-picks the right one. :func:`write_source` writes a fixed file atomically; :func:`unified_diff` shows the change.
+picks the right one. :func:`write_source` writes a fixed file (atomically, through symbolic links, keeping its
+mode and hard links); :func:`unified_diff` shows the change.
 """
 
 from __future__ import annotations
 
 import ast
 import difflib
+import os
 import re
-from collections.abc import Iterable, Sequence
+import stat
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from ferry.checkpoint.atomic import atomic_file
@@ -23,7 +27,17 @@ from ferry.lint.files import SourceFile
 from ferry.lint.model import Edit, Fix, Rule
 from ferry.lint.notebook import Notebook
 
-__all__ = ["MAX_ROUNDS", "apply_fixes", "fix_notebook", "fix_source", "fix_text", "unified_diff", "write_source"]
+__all__ = [
+    "MAX_ROUNDS",
+    "apply_fixes",
+    "fix_notebook",
+    "fix_notebook_counting",
+    "fix_source",
+    "fix_text",
+    "fix_text_counting",
+    "unified_diff",
+    "write_source",
+]
 
 #: How many lint-and-fix rounds a file gets at most (a fix can make another one possible).
 MAX_ROUNDS = 10
@@ -93,21 +107,55 @@ def _fixes(text: str, path: str, rules: Sequence[Rule]) -> list[Fix]:
     return [d.fix for d in lint_source(text, path, rules=rules) if d.fix is not None]
 
 
+def _apply_parsing(text: str, fixes: Sequence[Fix], parses: Callable[[str], bool]) -> tuple[str, int, int]:
+    """Apply ``fixes`` to ``text``; if the result does not parse, apply them one by one, keeping those that parse.
+
+    Returns:
+        The new text, how many fixes it applied, and how many were skipped because they would break the code
+        (a fix that overlaps a kept one is neither: the next round gets it).
+    """
+    new, applied = apply_fixes(text, fixes)
+    if applied == 0 or parses(new):
+        return new, applied, 0
+    kept: list[Fix] = []
+    skipped = 0
+    for fix in sorted(fixes, key=lambda fix: min((edit.start for edit in fix.edits), default=(0, 0))):
+        candidate, count = apply_fixes(text, [*kept, fix])
+        if count <= len(kept):
+            continue
+        if parses(candidate):
+            kept.append(fix)
+        else:
+            skipped += 1
+    new, applied = apply_fixes(text, kept)
+    return new, applied, skipped
+
+
 def fix_text(text: str, path: str, rules: Sequence[Rule], *, max_rounds: int = MAX_ROUNDS) -> tuple[str, int]:
     """Apply the safe fixes of ``rules`` to a Python source, round after round; return it and the fixes applied.
 
-    A round whose result no longer parses is dropped (and fixing stops): a fix never makes a file unparsable.
+    A fix whose result no longer parses is skipped: a fix never makes a file unparsable (see
+    :func:`fix_text_counting` for how many were skipped).
     """
-    fixed = 0
+    text, fixed, _ = fix_text_counting(text, path, rules, max_rounds=max_rounds)
+    return text, fixed
+
+
+def fix_text_counting(
+    text: str, path: str, rules: Sequence[Rule], *, max_rounds: int = MAX_ROUNDS
+) -> tuple[str, int, int]:
+    """:func:`fix_text`, also returning how many fixes were left out because they would break the code."""
+    fixed = skipped = 0
     for _ in range(max_rounds):
         fixes = _fixes(text, path, rules)
+        skipped = 0
         if not fixes:
             break
-        new, applied = apply_fixes(text, fixes)
-        if applied == 0 or new == text or not _parses(new):
+        new, applied, skipped = _apply_parsing(text, fixes, _parses)
+        if applied == 0 or new == text:
             break
         text, fixed = new, fixed + applied
-    return text, fixed
+    return text, fixed, skipped
 
 
 def _in_cell(notebook: Notebook, fix: Fix) -> tuple[int, Fix] | None:
@@ -133,7 +181,15 @@ def fix_notebook(
     notebook: Notebook, path: str, rules: Sequence[Rule], *, max_rounds: int = MAX_ROUNDS
 ) -> tuple[Notebook, int]:
     """:func:`fix_text` for a notebook: each fix is applied to the source of the cell it is in."""
-    fixed = 0
+    notebook, fixed, _ = fix_notebook_counting(notebook, path, rules, max_rounds=max_rounds)
+    return notebook, fixed
+
+
+def fix_notebook_counting(
+    notebook: Notebook, path: str, rules: Sequence[Rule], *, max_rounds: int = MAX_ROUNDS
+) -> tuple[Notebook, int, int]:
+    """:func:`fix_notebook`, also returning how many fixes were left out because they would break the code."""
+    fixed = skipped = 0
     for _ in range(max_rounds):
         by_cell: dict[int, list[Fix]] = {}
         for fix in _fixes(notebook.source, path, rules):
@@ -141,44 +197,76 @@ def fix_notebook(
             if found is not None:
                 by_cell.setdefault(found[0], []).append(found[1])
         sources: dict[int, str] = {}
-        applied = 0
+        applied = skipped = 0
         originals = {cell.cell: cell.source for cell in notebook.cells}
-        for number, fixes in by_cell.items():
-            new, count = apply_fixes(originals[number], fixes)
+        for number, fixes in sorted(by_cell.items()):
+            new, count, lost = _apply_parsing(originals[number], fixes, _cell_parses(notebook, sources, number))
+            skipped += lost
             if new != originals[number]:
                 sources[number], applied = new, applied + count
         if not sources:
             break
-        candidate = notebook.with_sources(sources)
-        if not _parses(candidate.source):
-            break
-        notebook, fixed = candidate, fixed + applied
-    return notebook, fixed
+        notebook, fixed = notebook.with_sources(sources), fixed + applied
+    return notebook, fixed, skipped
 
 
-def fix_source(source: SourceFile, rules: Sequence[Rule]) -> tuple[SourceFile, int]:
-    """Fix a file's text or notebook; return it as fixed (the same object when nothing changed) and the count."""
+def _cell_parses(notebook: Notebook, sources: dict[int, str], number: int) -> Callable[[str], bool]:
+    """Whether the notebook parses with cell ``number`` given a new source (and ``sources`` for other cells)."""
+
+    def parses(cell_source: str) -> bool:
+        return _parses(notebook.with_sources({**sources, number: cell_source}).source)
+
+    return parses
+
+
+def fix_source(source: SourceFile, rules: Sequence[Rule]) -> tuple[SourceFile, int, int]:
+    """Fix a file's text or notebook.
+
+    Returns:
+        The file as fixed (the same object when nothing changed), how many fixes were applied, and how many were
+        skipped because they would have made the code unparsable.
+    """
     if source.notebook is not None:
         if not source.notebook.is_python:
-            return source, 0
-        notebook, fixed = fix_notebook(source.notebook, source.path, rules)
+            return source, 0, 0
+        notebook, fixed, skipped = fix_notebook_counting(source.notebook, source.path, rules)
         if fixed == 0:
-            return source, 0
-        return SourceFile(source.path, notebook.dumps(), notebook.source, notebook, source.encoding), fixed
-    text, fixed = fix_text(source.text, source.path, rules)
+            return source, 0, skipped
+        return SourceFile(source.path, notebook.dumps(), notebook.source, notebook, source.encoding), fixed, skipped
+    text, fixed, skipped = fix_text_counting(source.text, source.path, rules)
     if fixed == 0:
-        return source, 0
-    return SourceFile(source.path, text, text, None, source.encoding), fixed
+        return source, 0, skipped
+    return SourceFile(source.path, text, text, None, source.encoding), fixed, skipped
 
 
 def write_source(source: SourceFile, path: str | Path | None = None) -> None:
-    """Write a (fixed) file atomically: a temporary file beside it, fsynced, then renamed over it.
+    """Write a (fixed) file: through symbolic links, keeping its mode and its hard links.
+
+    A symbolic link stays a link: the file it points to is written. The common case is atomic: a temporary file
+    beside the target, given the target's mode, fsynced, then renamed over it. A file with more than one hard link
+    is instead rewritten in place (the new content is fully encoded first, then written and truncated), since a
+    rename would split it from its other names; that write is not atomic.
 
     Raises:
-        OSError: The file system refused a step; the file then holds what it held before.
+        OSError: The file system refused a step; with an atomic write, the file then holds what it held before.
     """
-    with atomic_file(path if path is not None else source.path) as handle:
-        handle.write(source.raw.encode(source.encoding))
+    target = os.path.realpath(path if path is not None else source.path)
+    data = source.raw.encode(source.encoding)
+    try:
+        info: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    if info is not None and info.st_nlink > 1:
+        with open(target, "r+b") as handle:
+            handle.write(data)
+            handle.truncate()
+            handle.flush()
+            os.fsync(handle.fileno())
+        return
+    with atomic_file(target) as handle:
+        if info is not None:
+            os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
+        handle.write(data)
 
 
 def _diff_lines(before: str, after: str, name: str) -> list[str]:

@@ -52,5 +52,10 @@ class Plugin:
 
     def run(self) -> Iterator[tuple[int, int, str, type[Plugin]]]:
         """Yield ``(line, column from 0, "FRY001 message", Plugin)`` for each diagnostic, as flake8 expects."""
-        for diagnostic in lint_source("".join(self.lines), self.filename, rules=self._rules):
+        try:
+            found = lint_source("".join(self.lines), self.filename, rules=self._rules)
+        except Exception as err:
+            yield 1, 0, f"FRY000 not checked: ferry lint failed on this file ({type(err).__name__}: {err})", type(self)
+            return
+        for diagnostic in found:
             yield diagnostic.line, diagnostic.col - 1, f"{diagnostic.code} {diagnostic.message}", type(self)

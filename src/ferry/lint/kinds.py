@@ -191,6 +191,10 @@ def _dotted(node: ast.AST) -> str | None:
     return dotted(node)
 
 
+#: How many inferences may nest (``x + x + ...``, ``t.to(d).to(d)...``) before the answer is "unknown": the
+#: recursion stays far from Python's limit.
+MAX_DEPTH = 100
+
 SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
@@ -208,6 +212,7 @@ class KindInference:
         self.classes: dict[str, ast.ClassDef] = {}
         self._memo: dict[ast.AST, Kind | None] = {}
         self._busy: set[Any] = set()
+        self._depth = 0
         self._returns: dict[ast.AST, Kind | None] = {}
         self._scope_cache: dict[ast.AST, ast.AST] = {}
         self._collect()
@@ -369,13 +374,15 @@ class KindInference:
         """The kind of expression ``node`` where it stands, or ``None`` when unknown."""
         if node in self._memo:
             return self._memo[node]
-        if node in self._busy:
-            return None
+        if node in self._busy or self._depth >= MAX_DEPTH:
+            return None  # too deep: unknown (not memoised, a shallower question may still answer it)
         self._busy.add(node)
+        self._depth += 1
         try:
             kind = self._infer(node)
         finally:
             self._busy.discard(node)
+            self._depth -= 1
         self._memo[node] = kind
         return kind
 

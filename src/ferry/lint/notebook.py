@@ -75,7 +75,7 @@ def neutralise_magics(source: str) -> tuple[str, frozenset[int]]:
     """
     try:
         ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass
     else:
         return source, frozenset()
@@ -212,4 +212,7 @@ def read_notebook(text: str) -> Notebook:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise NotebookError(f"not valid JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
+    except (ValueError, RecursionError, MemoryError) as err:  # a huge integer, or nesting deeper than json follows
+        why = "nested too deeply" if isinstance(err, RecursionError) else str(err) or type(err).__name__
+        raise NotebookError(f"not valid JSON: {why}") from None
     return Notebook(data, text)

@@ -249,7 +249,19 @@ def _problems(count: int) -> str:
 
 
 def summary(results: Sequence[FileResult], *, fixing: bool = False, diff: bool = False) -> str:
-    """The closing line: ``Found N problems (M fixable with --fix).`` and its variants for ``--fix`` and ``--diff``."""
+    """The closing line: ``Found N problems (M fixable with --fix).`` and its variants for ``--fix`` and ``--diff``.
+
+    With ``--fix``/``--diff``, fixes left out because they would have broken the code are counted after it.
+    """
+    line = _summary(results, fixing=fixing, diff=diff)
+    skipped = sum(result.skipped for result in results) if fixing or diff else 0
+    if skipped:
+        fixes = f"{skipped} fix{'' if skipped == 1 else 'es'}"
+        line += f" {fixes} skipped: applying {'it' if skipped == 1 else 'them'} would break the code."
+    return line
+
+
+def _summary(results: Sequence[FileResult], *, fixing: bool, diff: bool) -> str:
     remaining = sum(len(result.diagnostics) for result in results)
     fixed = sum(result.fixed for result in results)
     files = f"{len(results)} file{'' if len(results) == 1 else 's'}"

@@ -163,14 +163,25 @@ def check(ctx: FileContext) -> Iterator[Finding]:
         where = _sink(ctx, call, DEPTH)
         if where is None:
             continue
-        name = dotted(callee.value) or "model"
         verb = "save" if where == "saved" else "use"
-        yield Finding(
-            call,
-            message=f"`{name}.state_dict()` of a DataParallel/DistributedDataParallel wrapper is {where}: every key "
-            f"starts with `module.`, so the bare model rejects it (unexpected keys); fix: {verb} "
-            f"`{name}.module.state_dict()`",
-        )
+        wrapper = callee.value
+        inner = dotted(wrapper.args[0]) if isinstance(wrapper, ast.Call) and wrapper.args else None
+        if inner is not None:  # `nn.DataParallel(model).state_dict()`: `model` is the bare model
+            text = ctx.segment(wrapper)
+            shown = text if len(text) <= 60 and "\n" not in text else "DataParallel(...)"
+            message = (
+                f"`{shown}.state_dict()` is the state dict of a DataParallel/DistributedDataParallel wrapper and is "
+                f"{where}: every key starts with `module.`, so the bare model rejects it (unexpected keys); fix: "
+                f"{verb} `{inner}.state_dict()`, the state dict of the model it wraps"
+            )
+        else:
+            name = dotted(wrapper) or "model"
+            message = (
+                f"`{name}.state_dict()` of a DataParallel/DistributedDataParallel wrapper is {where}: every key "
+                f"starts with `module.`, so the bare model rejects it (unexpected keys); fix: {verb} "
+                f"`{name}.module.state_dict()`"
+            )
+        yield Finding(call, message=message)
 
 
 RULE = Rule(

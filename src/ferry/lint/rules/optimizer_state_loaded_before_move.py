@@ -179,8 +179,9 @@ def check(ctx: FileContext) -> Iterator[Finding]:
                 reported.add(move)
                 yield Finding(
                     move,
-                    message=f"`{model}` is moved to the device after `{opt}.load_state_dict(...)` (line "
-                    f"{load.lineno}): `Module.to` does not move optimizer state, which stays behind; fix: {fix}",
+                    message=f"`{model}` is moved to the device after `{opt}.load_state_dict(...)`: the same problem "
+                    f"as reported at line {load.lineno}, seen from the move (`Module.to` does not move optimizer "
+                    f"state, which stays behind); one fix repairs both: {fix}",
                 )
             break
 
