@@ -385,3 +385,16 @@ def _traceback(tb: TracebackType | None) -> list[TracebackType]:
         frames.append(tb)
         tb = tb.tb_next
     return frames
+
+
+def test_torch_load_with_a_cuda_map_location_lands_on_the_pretend_gpu(tmp_path) -> None:
+    path = tmp_path / "c.pt"
+    torch.save({"w": torch.ones(2), "step": 3}, path)
+    with pretend_cuda(device_count=2):
+        back = torch.load(path, map_location="cuda:1")
+        assert torch.device("cuda", 1) == back["w"].device
+        assert 3 == back["step"]
+        assert torch.equal(torch.ones(2), back["w"].cpu())
+        plain = torch.load(path, map_location="cpu")
+        assert torch.device("cpu") == plain["w"].device
+    assert torch.load is torch.serialization.load

@@ -139,6 +139,21 @@ def test_cpu_factory_in_forward_warns_once_per_line():
     assert [("device-less-tensor-in-forward", line, 2)] == [(f.kind, f.where.line, f.count) for f in report.findings]
 
 
+def test_zero_dim_constant_in_forward_is_fine():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, x):
+            scale = torch.tensor(8.0).sqrt()  # 0-dim: mixes with any device, as in PyTorch
+            return self.proj(x) / scale
+
+    with ferry.sanitize(strict=True) as report:
+        Scaled().to("meta")(torch.randn(2, 4, device="meta"))
+    assert [] == report.findings
+
+
 def test_cpu_factory_in_a_cpu_module_is_fine():
     with ferry.sanitize() as report:
         Block()(torch.randn(2, 4))

@@ -322,7 +322,7 @@ class SanitizerMode(TorchFunctionMode):
             caller = caller.f_back
         where = source_line(frame)
         self.created.append((func, where, frozenset(callers)))
-        if self.modules.stack:
+        if self.modules.stack and result.dim() != 0:  # 0-dim CPU tensors mix with any device, as in PyTorch
             self._check_factory(func, frame, where)
 
     def _check_factory(self, func: Any, frame: FrameType, where: SourceLine) -> None:

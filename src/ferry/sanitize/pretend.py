@@ -343,6 +343,26 @@ def _compatible_shallow_copy_type(original: Callable[[torch.Tensor, torch.Tensor
     return compatible
 
 
+def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Callable[..., Any]:
+    """``torch.load`` whose ``map_location="cuda[:i]"`` (a string or ``torch.device``) lands on pretend GPUs.
+
+    PyTorch would build CUDA storages, which a CPU-only build cannot: the file is read onto the CPU and every tensor
+    is then moved to the pretend device. Other ``map_location`` values (dicts, callables) pass through unchanged.
+    """
+
+    def pretend_load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+        target = None
+        if isinstance(map_location, str | torch.device) and torch.device(map_location).type == "cuda":
+            target = state.resolve(map_location)
+            map_location = "cpu"
+        loaded = load(f, map_location, *args, **kwargs)
+        if target is None:
+            return loaded
+        return tree_map(lambda x: move(x, target) if isinstance(x, torch.Tensor) else x, loaded)
+
+    return pretend_load
+
+
 @contextlib.contextmanager
 def pretend_cuda(device_count: int = 1) -> Iterator[None]:
     """Pretend this machine has ``device_count`` CUDA GPUs, for the duration of the ``with`` block.
@@ -378,11 +398,13 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
 
     saved = {name: getattr(torch.cuda, name) for name in PATCHED_CUDA_FUNCTIONS}
     compatible = torch._has_compatible_shallow_copy_type
+    load = torch.load
     default_device = torch.utils._device.CURRENT_DEVICE
     try:
         for name, replacement in _cuda_functions(state).items():
             setattr(torch.cuda, name, replacement)
         torch._has_compatible_shallow_copy_type = _compatible_shallow_copy_type(compatible)
+        torch.load = _load_onto_pretend_devices(load, state)
         with _PretendMode(state):
             try:
                 yield
@@ -393,3 +415,4 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
         for name, original in saved.items():
             setattr(torch.cuda, name, original)
         torch._has_compatible_shallow_copy_type = compatible
+        torch.load = load
