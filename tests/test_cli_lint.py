@@ -427,3 +427,18 @@ def test_stdin_is_decoded_like_a_file(monkeypatch: pytest.MonkeyPatch, capsys: p
     assert 1 == code
     assert "FRY000 cannot decode as utf-8: byte 0xe9" in out
     assert "Traceback" not in err
+
+
+def test_a_notebook_cell_that_does_not_parse_does_not_hide_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nb.ipynb").write_text(
+        notebook("import torch\nx = torch.randn(3)\n", "def f(:\n    pass\n", "x.to('cpu')\n")
+    )
+    code, out, _ = lint(capsys, "--select", "FRY001", "nb.ipynb")
+    assert 1 == code
+    lines = out.splitlines()
+    assert lines[0].startswith("nb.ipynb:cell 3:1:")
+    assert "FRY000 cannot parse" in lines[0]
+    assert lines[1].startswith("nb.ipynb:cell 4:1:1: FRY001 result of `x.to('cpu')` is discarded")

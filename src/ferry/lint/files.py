@@ -378,6 +378,8 @@ def lint_file(source: SourceFile, rules: Sequence[Rule]) -> list[Diagnostic]:
     found = lint_source(source.text, source.path, rules=rules)
     if source.notebook is None:
         return found
+    if any(d.code == SYNTAX_ERROR and d.name == "syntax-error" for d in found):
+        found = _lint_around_broken_cells(source.notebook, source.path, rules)
     mapped = []
     for diagnostic in found:
         cell, line = source.to_cell(diagnostic.line)
@@ -388,6 +390,26 @@ def lint_file(source: SourceFile, rules: Sequence[Rule]) -> list[Diagnostic]:
             end_col = diagnostic.end_col
         mapped.append(dataclasses.replace(diagnostic, cell=cell, line=line, end_line=end_line, end_col=end_col))
     return mapped
+
+
+def _lint_around_broken_cells(notebook: Notebook, path: str, rules: Sequence[Rule]) -> list[Diagnostic]:
+    """Lint a notebook some of whose cells do not parse.
+
+    Each such cell gives its own ``FRY000`` and is blanked out (same number of lines), so the other cells are still
+    checked, as Jupyter runs them one by one.
+    """
+    parts: list[str] = []
+    broken: list[Diagnostic] = []
+    for cell in notebook.cells:
+        errors = lint_source(cell.code, path, rules=())
+        if errors:
+            shift = cell.first_line - 1
+            broken.extend(dataclasses.replace(d, line=d.line + shift, end_line=d.end_line + shift) for d in errors)
+            parts.append("\n" * cell.line_count)
+        else:
+            parts.append(cell.code)
+    found = lint_source("".join(parts), path, rules=rules) + broken
+    return sorted(found, key=lambda d: (d.line, d.col, d.code))
 
 
 @dataclass
