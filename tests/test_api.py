@@ -12,7 +12,7 @@ def test_all_lists_the_public_names_sorted():
     assert sorted([*public, "__version__"]) == ferry.__all__
 
 
-SUBMODULES = {"checkpoint", "cli", "devices", "errors", "lint", "placement", "sampler"}
+SUBMODULES = {"checkpoint", "cli", "devices", "distributed", "errors", "lint", "placement", "sampler"}
 
 
 def test_every_error_is_a_ferry_error():

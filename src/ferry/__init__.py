@@ -3,6 +3,7 @@
 The public API at a glance; see README.md for a quickstart.
 """
 
+from ferry import distributed as distributed  # the submodule ferry.distributed (not in __all__)
 from ferry.checkpoint.checkpointer import Checkpointer
 from ferry.checkpoint.format import load, save, verify
 from ferry.checkpoint.state_dict import LoadReport, load_state_dict
@@ -14,6 +15,7 @@ from ferry.errors import (
     CorruptCheckpointError,
     DeviceError,
     DeviceMismatchError,
+    DistributedError,
     FerryError,
     FerryWarning,
     MixedDeviceError,
@@ -38,6 +40,7 @@ __all__ = [
     "DeviceMismatchError",
     "DeviceRecord",
     "DeviceReport",
+    "DistributedError",
     "FerryError",
     "FerryWarning",
     "LoadReport",

@@ -10,7 +10,8 @@ The tree::
     ├── CheckpointError             a checkpoint cannot be written, found or restored
     │   ├── CorruptCheckpointError  a file is truncated, bit-flipped, or not a checkpoint at all
     │   └── UnsafeCheckpointError   a pickle that needs arbitrary code to load (opt in with ``trusted=True``)
-    └── StateDictMismatchError      ``load_state_dict`` found missing, unexpected or mis-shaped keys
+    ├── StateDictMismatchError      ``load_state_dict`` found missing, unexpected or mis-shaped keys
+    └── DistributedError            a torchrun environment that is incomplete or contradicts itself
 
     FerryWarning (UserWarning)
     ├── PlacementWarning            something a move leaves behind (plain tensor attributes)
@@ -38,6 +39,7 @@ __all__ = [
     "CorruptCheckpointError",
     "DeviceError",
     "DeviceMismatchError",
+    "DistributedError",
     "FerryError",
     "FerryWarning",
     "MixedDeviceError",
@@ -156,6 +158,18 @@ class StateDictMismatchError(FerryError):
     def __init__(self, message: str, *, report: LoadReport) -> None:
         super().__init__(message)
         self.report = report
+
+
+class DistributedError(FerryError):
+    """The launcher's environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``...) is incomplete or contradicts itself.
+
+    Attributes:
+        variables: The launcher variables as this process saw them (name to value; unset ones are absent).
+    """
+
+    def __init__(self, message: str, *, variables: Mapping[str, str]) -> None:
+        super().__init__(message)
+        self.variables = dict(variables)
 
 
 class FerryWarning(UserWarning):

@@ -1,0 +1,330 @@
+"""``torch.distributed`` glue: start the process group torchrun asked for, and wrap a model for it.
+
+- :func:`init` reads torchrun's environment, initialises the default process group and returns this rank's device;
+  in a plain single process it does nothing and returns :func:`ferry.pick_device`.
+- :func:`wrap` places a model on that device and wraps it in ``DistributedDataParallel`` or FSDP2.
+- :func:`rank`, :func:`world_size`, :func:`is_main` and :func:`barrier` work the same with or without a process
+  group, so one script runs under ``python train.py`` and ``torchrun --nproc-per-node=N train.py``.
+
+:class:`ferry.ResumableSampler` splits its indices across ranks by itself once the process group is up.
+
+``torch.distributed`` is imported inside the functions, never at import time, so ``import ferry`` stays fast and
+fork-safe. :func:`init` has a private twin that takes the environment as an argument, so tests can fake torchrun.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+
+from ferry.devices import pick_device
+from ferry.errors import ArgumentError, DistributedError
+from ferry.placement import place
+
+__all__ = ["barrier", "init", "is_main", "rank", "world_size", "wrap"]
+
+# What torchrun (torch.distributed.run) sets for every worker, in the order messages list them.
+_LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+_STRATEGIES = ("ddp", "fsdp")
+# The backend init() chooses for a device type; anything else runs on gloo.
+_DEFAULT_BACKENDS = {"cuda": "nccl", "xpu": "xccl"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """What the launcher told this process: its global rank, the number of processes, its rank on the node."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+
+
+def _launch(environ: Mapping[str, str]) -> _Launch | None:
+    """Parse torchrun's variables from ``environ``: ``None`` for a plain process (neither RANK nor WORLD_SIZE set).
+
+    Raises:
+        DistributedError: Some of the variables are set but not all, or they are not integers in range.
+    """
+    seen = {name: environ[name] for name in _LAUNCH_VARIABLES if name in environ}
+    if "RANK" not in seen and "WORLD_SIZE" not in seen:
+        return None
+    shown = ", ".join(f"{name}={value!r}" for name, value in seen.items())
+    missing = [name for name in _LAUNCH_VARIABLES if not seen.get(name, "").strip()]
+    if missing:
+        raise DistributedError(
+            f"the torchrun environment is incomplete: {', '.join(missing)} not set (this process has {shown}). "
+            "ferry.distributed.init() needs all of RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT. Launch "
+            "with torchrun (torchrun --nproc-per-node=N script.py), which sets them all, or, for a single process, "
+            "unset RANK and WORLD_SIZE.",
+            variables=seen,
+        )
+    numbers: dict[str, int] = {}
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT"):
+        value = seen[name].strip()
+        if not value.isdigit():
+            raise DistributedError(
+                f"{name}={seen[name]!r} is not a non-negative integer (this process has {shown}). Fix the launcher, "
+                "or launch with torchrun, which sets it.",
+                variables=seen,
+            )
+        numbers[name] = int(value)
+    launch = _Launch(numbers["RANK"], numbers["WORLD_SIZE"], numbers["LOCAL_RANK"])
+    if not 0 <= launch.rank < launch.world_size or launch.local_rank > launch.rank:
+        raise DistributedError(
+            f"RANK={launch.rank}, LOCAL_RANK={launch.local_rank} and WORLD_SIZE={launch.world_size} contradict each "
+            "other: torchrun gives every process 0 <= LOCAL_RANK <= RANK < WORLD_SIZE. Fix the launcher, or launch "
+            "with torchrun, which sets them consistently.",
+            variables=seen,
+        )
+    return launch
+
+
+def _check_backend(backend: object) -> str:
+    """Return ``backend`` if this torch build can use it, else raise ArgumentError naming those it can."""
+    names = [name for name in ("gloo", "nccl", "mpi", "ucc", "xccl") if _backend_available(name)]
+    if isinstance(backend, str) and backend.strip():
+        # "gloo" or a per-device list such as "cpu:gloo,cuda:nccl", as init_process_group takes
+        parts = [part.rpartition(":")[2].strip().lower() for part in backend.split(",")]
+        if all(part in names for part in parts):
+            return backend
+    raise ArgumentError(
+        f"backend={backend!r} is not a torch.distributed backend this torch build has: it has "
+        f"{', '.join(names) or 'none'}. Pass one of those, or backend=None to choose by device (nccl on CUDA, "
+        "gloo on the CPU)."
+    )
+
+
+def _backend_available(name: str) -> bool:
+    """Whether this torch build has the backend ``name`` (``torch.distributed.is_<name>_available()``)."""
+    import torch.distributed as dist
+
+    available = getattr(dist, f"is_{name}_available", None)
+    return dist.is_available() and callable(available) and bool(available())
+
+
+def _init(backend: str | None, *, environ: Mapping[str, str]) -> torch.device:
+    """:func:`init` with the environment passed in."""
+    if backend is not None:
+        _check_backend(backend)
+    launch = _launch(environ)
+    if launch is None:
+        return pick_device()
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        raise DistributedError(
+            f"this process was launched as rank {launch.rank} of {launch.world_size}, but this torch build has no "
+            "torch.distributed. Install a torch build with distributed support (the Linux wheels have it).",
+            variables={name: environ[name] for name in _LAUNCH_VARIABLES if name in environ},
+        )
+    device = pick_device()
+    if dist.is_initialized():
+        return device
+    if backend is None:
+        backend = _DEFAULT_BACKENDS.get(device.type, "gloo")
+        _check_backend(backend)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        dist.init_process_group(backend, device_id=device)
+    else:
+        dist.init_process_group(backend)
+    return device
+
+
+def init(backend: str | None = None) -> torch.device:
+    """Initialise the default process group torchrun asked for, bind this process to its device, and return it.
+
+    Under torchrun (``RANK`` and ``WORLD_SIZE`` set) this reads ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+    ``MASTER_ADDR`` and ``MASTER_PORT``, chooses the device as :func:`ferry.pick_device` does (``cuda:LOCAL_RANK``
+    on a GPU machine, the CPU without one, or ``FERRY_DEVICE``), calls ``torch.cuda.set_device`` on CUDA, and
+    initialises the default group as ``torch.distributed.init_process_group(backend)`` does with ``env://`` (on CUDA
+    it also passes ``device_id``, which binds the NCCL communicator to the device). In a plain single process it
+    initialises nothing. Calling it again, or after your own ``init_process_group``, initialises nothing more and
+    returns the same device.
+
+    Args:
+        backend: ``"nccl"``, ``"gloo"``, ... or a per-device list (``"cpu:gloo,cuda:nccl"``) as
+            ``init_process_group`` takes; ``None`` chooses ``nccl`` on CUDA, ``xccl`` on XPU and ``gloo`` otherwise.
+
+    Returns:
+        This rank's device: ``cuda:LOCAL_RANK`` on a GPU machine, else ``cpu``; in a single process,
+        ``ferry.pick_device()``.
+
+    Raises:
+        ArgumentError: ``backend`` is not one this torch build has (the message lists those it has).
+        DistributedError: torchrun's variables are incomplete (``RANK`` without ``WORLD_SIZE``...), not integers, or
+            out of range; or torch has no ``torch.distributed``. ``variables`` holds what the process saw.
+        DeviceError: ``LOCAL_RANK`` is at least the number of GPUs (see :func:`ferry.pick_device`).
+
+    Example:
+        >>> init()  # a plain process: no process group, the device pick_device() chooses
+        device(type='cpu')
+    """
+    return _init(backend, environ=os.environ)
+
+
+def _group() -> bool:
+    """Whether the default ``torch.distributed`` process group is initialised."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def rank() -> int:
+    """Return this process's global rank, as ``torch.distributed.get_rank()`` does, but also without a group.
+
+    Returns:
+        The process group's rank when one is initialised; else torchrun's ``RANK`` when set (before :func:`init`);
+        else 0.
+
+    Raises:
+        DistributedError: torchrun's variables are incomplete or inconsistent (see :func:`init`).
+
+    Example:
+        >>> rank()
+        0
+    """
+    import torch.distributed as dist
+
+    if _group():
+        return dist.get_rank()
+    launch = _launch(os.environ)
+    return launch.rank if launch else 0
+
+
+def world_size() -> int:
+    """Return the number of processes, as ``torch.distributed.get_world_size()`` does, but also without a group.
+
+    Returns:
+        The process group's size when one is initialised; else torchrun's ``WORLD_SIZE`` when set; else 1.
+
+    Raises:
+        DistributedError: torchrun's variables are incomplete or inconsistent (see :func:`init`).
+
+    Example:
+        >>> world_size()
+        1
+    """
+    import torch.distributed as dist
+
+    if _group():
+        return dist.get_world_size()
+    launch = _launch(os.environ)
+    return launch.world_size if launch else 1
+
+
+def is_main() -> bool:
+    """Return whether this is rank 0, the process that should log, print and write shared files.
+
+    Raises:
+        DistributedError: torchrun's variables are incomplete or inconsistent (see :func:`init`).
+
+    Example:
+        >>> is_main()
+        True
+    """
+    return rank() == 0
+
+
+def barrier() -> None:
+    """Wait until every rank gets here, as ``torch.distributed.barrier()`` does; a no-op in a single process.
+
+    Raises:
+        DistributedError: this process was launched with other ranks (``WORLD_SIZE`` > 1) but no process group is
+            initialised, so it cannot wait for them: call :func:`init` first.
+
+    Example:
+        >>> barrier()
+    """
+    import torch.distributed as dist
+
+    if _group():
+        dist.barrier()
+        return
+    size = world_size()
+    if size > 1:
+        raise DistributedError(
+            f"barrier() with WORLD_SIZE={size} but no process group: this process cannot wait for the other ranks. "
+            "Call ferry.distributed.init() first.",
+            variables={name: os.environ[name] for name in _LAUNCH_VARIABLES if name in os.environ},
+        )
+
+
+def wrap(model: nn.Module, *, strategy: str = "ddp") -> nn.Module:
+    """Place ``model`` on this rank's device and wrap it for data-parallel training.
+
+    Calls :func:`init` (harmless if already called) for the device, moves ``model`` there with
+    :func:`ferry.place`, then:
+
+    - ``"ddp"``: returns ``torch.nn.parallel.DistributedDataParallel(model)`` (with ``device_ids=[index]`` on an
+      accelerator); gradients are all-reduced in ``backward``. The original module is ``wrapped.module``.
+    - ``"fsdp"``: FSDP2, as the PyTorch FSDP2 tutorial does: ``torch.distributed.fsdp.fully_shard`` on each direct
+      child module that holds parameters, then on ``model``; returns ``model`` itself, its parameters now
+      ``DTensor`` shards over all ranks.
+
+    In a single process (no process group) it returns the placed ``model``, unwrapped, whatever ``strategy``.
+
+    Args:
+        model: The module to place and wrap; it is moved in place. Create its optimizer after wrapping.
+        strategy: ``"ddp"`` or ``"fsdp"``.
+
+    Returns:
+        The wrapped model (``model`` itself for ``"fsdp"`` and in a single process).
+
+    Raises:
+        ArgumentError: ``model`` is not an ``nn.Module`` or is already wrapped, or ``strategy`` is not ``"ddp"``
+            or ``"fsdp"``.
+        DistributedError: torchrun's variables are incomplete or inconsistent (see :func:`init`).
+        DeviceError: this rank's device does not exist (see :func:`ferry.pick_device`).
+
+    Example:
+        >>> model = wrap(nn.Linear(2, 2))  # a plain process: placed, not wrapped
+        >>> type(model).__name__, model.weight.device
+        ('Linear', device(type='cpu'))
+    """
+    if strategy not in _STRATEGIES:
+        raise ArgumentError(
+            f'strategy={strategy!r} is not one ferry.distributed.wrap() knows. Pass strategy="ddp" '
+            '(DistributedDataParallel) or strategy="fsdp" (FSDP2, parameters sharded across ranks).'
+        )
+    if not isinstance(model, nn.Module):
+        raise ArgumentError(
+            f"ferry.distributed.wrap() needs an nn.Module as its first argument, got a {type(model).__name__}. "
+            "Pass the model to train."
+        )
+    from torch.nn.parallel import DistributedDataParallel
+
+    if isinstance(model, DistributedDataParallel) or _is_fsdp(model):
+        raise ArgumentError(
+            f"the model is already wrapped ({type(model).__name__}): wrapping it again would nest the wrappers. "
+            "Pass the unwrapped model (for DistributedDataParallel, wrapped.module)."
+        )
+    device = init()
+    place(model, device)
+    if not _group():
+        return model
+    if strategy == "ddp":
+        device_ids = None if device.type == "cpu" else [device]
+        return DistributedDataParallel(model, device_ids=device_ids)
+    from torch.distributed.fsdp import fully_shard
+
+    for child in model.children():
+        if any(True for _ in child.parameters()):
+            fully_shard(child)
+    fully_shard(model)
+    return model
+
+
+def _is_fsdp(model: nn.Module) -> bool:
+    """Whether ``model`` already went through ``fully_shard`` (FSDP2) or is an FSDP1 wrapper."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return False
+    from torch.distributed.fsdp import FSDPModule, FullyShardedDataParallel
+
+    return isinstance(model, (FSDPModule, FullyShardedDataParallel))
