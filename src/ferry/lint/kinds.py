@@ -392,6 +392,16 @@ class KindInference:
             cls = self.ctx.enclosing_class(at)
             if cls is not None and name in self.self_attributes.get(cls.name, {}):
                 return self._agree([self._source_kind(s) for s in self.self_attributes[cls.name][name]])
+        found = self.find_binding(name, at)
+        return self._source_kind(found[2]) if found is not None else None
+
+    def find_binding(self, name: str, at: ast.AST) -> tuple[ast.AST, Position, Source] | None:
+        """``(scope, position, source)`` of the binding of the dotted ``name`` that a use at ``at`` sees.
+
+        The latest binding before ``at`` in the innermost scope that binds ``name``; in an enclosing scope, its
+        latest binding. ``None`` when nothing binds it, or when the innermost scope binds it only after ``at`` (a
+        loop-carried value, or a use before assignment).
+        """
         use = _pos(at)
         scope: ast.AST | None = self.scope_of(at)
         first = True
@@ -400,10 +410,10 @@ class KindInference:
             if entries:
                 before = [entry for entry in entries if entry[0] <= use]
                 if before:
-                    return self._source_kind(before[-1][1])
+                    return (scope, *before[-1])
                 if first:
-                    return None  # bound in this scope only later (a loop-carried value, or a use before assignment)
-                return self._source_kind(entries[-1][1])
+                    return None
+                return (scope, *entries[-1])
             first = False
             scope = self._outer_scope(scope)
         return None

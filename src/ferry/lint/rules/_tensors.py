@@ -101,15 +101,6 @@ class Binding:
         return value
 
 
-def _outer(ctx: FileContext, scope: ast.AST) -> ast.AST | None:
-    if isinstance(scope, ast.Module):
-        return None
-    outer = ctx.kinds.scope_of(scope)
-    while isinstance(outer, ast.ClassDef):
-        outer = ctx.kinds.scope_of(outer)
-    return outer
-
-
 def parameters(func: ast.AST) -> dict[str, ast.arg]:
     """The parameters of a function by name (``{}`` for anything else)."""
     if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
@@ -125,27 +116,14 @@ def binding(ctx: FileContext, name: str, at: ast.AST) -> Binding | None:
 
     ``None`` when nothing binds it, or when the innermost scope binds it only after ``at`` (a loop-carried value).
     """
-    kinds = ctx.kinds
-    use = _pos(at)
-    scope: ast.AST | None = kinds.scope_of(at)
-    first = True
-    while scope is not None:
-        entries = kinds.bindings.get(scope, {}).get(name)
-        if entries:
-            before = [entry for entry in entries if entry[0] <= use]
-            if before:
-                found = before[-1]
-            elif first:
-                return None
-            else:
-                found = entries[-1]
-            param = None
-            if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and found[0] == _pos(scope):
-                param = parameters(scope).get(name)
-            return Binding(found[1], scope, found[0], param)
-        first = False
-        scope = _outer(ctx, scope)
-    return None
+    found = ctx.kinds.find_binding(name, at)
+    if found is None:
+        return None
+    scope, position, source = found
+    param = None
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and position == _pos(scope):
+        param = parameters(scope).get(name)
+    return Binding(source, scope, position, param)
 
 
 def is_dtype(ctx: FileContext, node: ast.AST) -> bool:
