@@ -38,6 +38,15 @@ def machine() -> dict[str, Any]:
     return info
 
 
+def add_size_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
+    """Add ``--size-gib``, ``--quick``, ``--repeat``, ``--warmup`` and ``--dir`` (``what``: the state's name)."""
+    parser.add_argument("--size-gib", type=float, default=1.0, help=f"{what} size in GiB (default 1.0)")
+    parser.add_argument("--quick", action="store_true", help=f"~8 MiB {what}, to check the script runs")
+    parser.add_argument("--repeat", type=int, default=3, help="timed rounds per method; the median counts (default 3)")
+    parser.add_argument("--warmup", type=int, default=1, help="uncounted rounds before the timed ones (default 1)")
+    parser.add_argument("--dir", type=Path, default=None, help="where to write (default: a temp folder under build/)")
+
+
 def add_common_arguments(parser: argparse.ArgumentParser, *, device_use: str) -> None:
     """Add ``--device`` (``device_use``: its help, what the device is for) and ``--json PATH``."""
     parser.add_argument(

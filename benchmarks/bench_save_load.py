@@ -486,11 +486,7 @@ def print_markdown(report: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--size-gib", type=float, default=1.0, help="state_dict size in GiB (default 1.0)")
-    parser.add_argument("--quick", action="store_true", help="~8 MiB state_dict, to check the script runs")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per method; the median counts (default 3)")
-    parser.add_argument("--warmup", type=int, default=1, help="uncounted rounds before the timed ones (default 1)")
-    parser.add_argument("--dir", type=Path, default=None, help="where to write (default: a temp folder under build/)")
+    _machine.add_size_arguments(parser, what="state_dict")
     parser.add_argument(
         "--cache",
         choices=tuple(CACHE_WORDS),

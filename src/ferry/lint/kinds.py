@@ -47,6 +47,7 @@ __all__ = [
     "TENSOR",
     "Kind",
     "KindInference",
+    "own_returns",
 ]
 
 
@@ -194,6 +195,23 @@ def _dotted(node: ast.AST) -> str | None:
 #: How many inferences may nest (``x + x + ...``, ``t.to(d).to(d)...``) before the answer is "unknown": the
 #: recursion stays far from Python's limit.
 MAX_DEPTH = 100
+
+
+def own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return] | None:
+    """The ``return`` statements of ``func`` itself (not of nested functions); ``None`` for generators."""
+    found: list[ast.Return] = []
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Yield | ast.YieldFrom):
+            return None
+        if isinstance(node, ast.Return):
+            found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
 
 SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
@@ -726,19 +744,10 @@ class KindInference:
         if func in self._returns:
             return self._returns[func]
         self._returns[func] = None  # recursion guard
-        values: list[ast.expr] = []
-        stack: list[ast.AST] = list(func.body)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-                continue
-            if isinstance(node, ast.Yield | ast.YieldFrom):
-                return None
-            if isinstance(node, ast.Return):
-                if node.value is None:
-                    return None
-                values.append(node.value)
-            stack.extend(ast.iter_child_nodes(node))
+        statements = own_returns(func)
+        if statements is None or any(r.value is None for r in statements):
+            return None
+        values = [r.value for r in statements if r.value is not None]
         kind = self._agree([self.infer(v) for v in values]) if values else None
         self._returns[func] = kind
         return kind

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ferry.lint.context import DEVICE_TYPES, FileContext, dotted
-from ferry.lint.kinds import NOT_TENSOR_METHODS, Source
+from ferry.lint.kinds import NOT_TENSOR_METHODS, Source, own_returns
 
 __all__ = [
     "ACCELERATORS",
@@ -469,18 +469,7 @@ class Places:
 
 def returned_values(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
     """The values of ``func`` 's own ``return`` statements (not those of nested functions); ``[]`` for generators."""
-    values: list[ast.expr] = []
-    stack: list[ast.AST] = list(func.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            continue
-        if isinstance(node, ast.Yield | ast.YieldFrom):
-            return []
-        if isinstance(node, ast.Return) and node.value is not None:
-            values.append(node.value)
-        stack.extend(ast.iter_child_nodes(node))
-    return values
+    return [r.value for r in own_returns(func) or () if r.value is not None]
 
 
 _PLACES: weakref.WeakKeyDictionary[FileContext, Places] = weakref.WeakKeyDictionary()
