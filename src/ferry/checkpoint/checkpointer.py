@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import errno
 import json
 import os
@@ -38,9 +39,9 @@ from typing import Any
 
 import torch
 
-from ferry.checkpoint import store
+from ferry.checkpoint import collective, store
 from ferry.checkpoint.atomic import atomic_file, fsync_directory, temporary_name
-from ferry.checkpoint.format import load, save, verify
+from ferry.checkpoint.format import load, save
 from ferry.checkpoint.lock import DirectoryLock
 from ferry.checkpoint.pruning import Deleter
 from ferry.checkpoint.rng import capture_rng_state, restore_rng_state
@@ -131,7 +132,9 @@ class Checkpointer:
         self._pending: concurrent.futures.Future[tuple[Path, CheckpointError | None]] | None = None
         self._deleter = Deleter(self.directory)
         self._closed = False
-        self._clean_leftovers()
+        self._warned_async = False
+        if _launch_rank() == 0:  # under torchrun only rank 0 changes the folder's structure
+            self._clean_leftovers()
         if handle_signals:
             self._install_handlers()
         self._finalizer = weakref.finalize(self, self._lock.release)
@@ -176,8 +179,7 @@ class Checkpointer:
         Each newer checkpoint that fails verification (checksums, sizes) is skipped with a
         :class:`ferry.CheckpointWarning` naming its folder.
         """
-        found = self._load_newest(load_payload=False)
-        return None if found is None else found[0]
+        return self._load_newest()
 
     # -- saving --------------------------------------------------------------------------------------------------
 
@@ -196,6 +198,9 @@ class Checkpointer:
         due = self.preempted
         due = due or (self.every_steps is not None and step % self.every_steps == 0)
         due = due or (self.every_seconds is not None and time.monotonic() - self._last_save_time >= self.every_seconds)
+        group = collective.current_group()
+        if group is not None:  # every rank must take part in a save: save when any rank says so
+            due = any(collective.gather(group, due))
         if due:
             self.save(step, state, metrics=metrics)
         return due
@@ -238,6 +243,9 @@ class Checkpointer:
             )
         clean_metrics = self._check_metrics(metrics)
         self._wait_for_save()
+        group = collective.current_group()
+        if group is not None:
+            return self._save_collective(step, state, clean_metrics, group)
         self._lock.acquire()
         objects = {name: state_of(obj) for name, obj in state.items() if is_stateful(obj)}
         values = {name: obj for name, obj in state.items() if not is_stateful(obj)}
@@ -258,6 +266,88 @@ class Checkpointer:
         self._last_saved_step = step
         self._warn_failed_deletions()
         return self.path_for(step)
+
+    def _save_collective(
+        self, step: int, state: Mapping[str, Any], metrics: dict[str, float], group: collective.Group
+    ) -> Path:
+        """:meth:`save` under a process group: every rank writes its part, rank 0 commits (see collective.py)."""
+        if self.async_save and not self._warned_async and group.rank == 0:
+            self._warned_async = True
+            warnings.warn(
+                "async_save=True has no effect under torch.distributed: every rank saves synchronously, so that the "
+                "checkpoint commits only after all ranks have written. Pass async_save=False to silence this.",
+                CheckpointWarning,
+                stacklevel=3,
+            )
+        final = self.path_for(step)
+        what = f"saving step {step} to {str(final)!r}"
+
+        def prepare() -> tuple[str, int] | None:
+            if group.rank != 0:
+                return None
+            self._lock.acquire()
+            sequence = max((entry.sequence for entry in self._checkpoints()), default=0) + 1
+            tmp = temporary_name(final)
+            tmp.mkdir()
+            return str(tmp), sequence
+
+        prepared = collective.broadcast(group, collective.agree(group, prepare, what=what, where=final))
+        assert prepared is not None
+        tmp, sequence = Path(prepared[0]), prepared[1]
+        try:
+            sharded = collective.agree(group, lambda: collective.sharded_part(state, final), what=what, where=final)
+            others = {n: state_of(o) for n, o in state.items() if is_stateful(o) and n not in sharded.names}
+            values = {n: o for n, o in state.items() if not is_stateful(o)}
+
+            def write_local() -> None:
+                self._check_space(step, {"others": others, "values": values})
+                collective.write_rank_files(tmp, group, step, others, values, capture_rng_state())
+
+            collective.agree(group, write_local, what=what, where=final)
+            collective.save_sharded(tmp, group, sharded)
+
+            def commit() -> str | None:
+                if group.rank != 0:
+                    return None
+                files: dict[str, dict[str, Any]] = {}
+                for path in sorted(tmp.iterdir()):
+                    files[path.name] = {"bytes": path.stat().st_size}
+                if collective.METADATA_FILE in files:
+                    files[collective.METADATA_FILE]["sha256"] = collective.metadata_digest(tmp)
+                manifest = self._manifest(step, sequence, sorted([*sharded.names, *others]), sorted(values), metrics)
+                manifest.update(
+                    layout=collective.LAYOUT, world_size=group.world_size, sharded=sharded.names, files=files
+                )
+                self._write_manifest(tmp, manifest)
+                parked = self._commit(tmp, final)
+                # Committed: from here on the step is saved, whatever fails.
+                not_durable = self._sync_commit(step, final)
+                if parked is not None:
+                    shutil.rmtree(parked, ignore_errors=True)
+                if not_durable is None:
+                    self._prune(keep=final)
+                    return None
+                return str(not_durable)
+
+            not_durable = collective.broadcast(group, collective.agree(group, commit, what=what, where=final))
+        except BaseException as err:
+            if group.rank == 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(err, OSError):
+                raise CheckpointError(
+                    f"{what} failed: {err}. The previous checkpoints are untouched; free disk space or fix "
+                    "permissions and save again.",
+                    path=final,
+                ) from err
+            if isinstance(err, CheckpointError):
+                raise type(err)(f"{what} failed; the previous checkpoints are untouched. {err}", path=final) from err
+            raise
+        self._last_save_time = time.monotonic()
+        self._last_saved_step = step
+        self._warn_failed_deletions()
+        if not_durable is not None:
+            raise CheckpointError(not_durable, path=final)
+        return final
 
     def wait(self) -> None:
         """Wait for the async save in flight, if any, and for the deletion of pruned checkpoints.
@@ -368,23 +458,9 @@ class Checkpointer:
         try:
             tmp.mkdir()
             save(payload, tmp / STATE_FILE)
-            manifest = {
-                "format": MANIFEST_FORMAT,
-                "version": MANIFEST_VERSION,
-                "step": step,
-                "sequence": sequence,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "host": socket.gethostname(),
-                "torch": torch.__version__,
-                "objects": sorted(payload["objects"]),
-                "values": sorted(payload["values"]),
-                "metrics": metrics,
-                "retention": self.policy.to_json(),
-                "files": {STATE_FILE: {"bytes": (tmp / STATE_FILE).stat().st_size}},
-            }
-            with atomic_file(tmp / MANIFEST_FILE) as handle:
-                handle.write(json.dumps(manifest, indent=2, sort_keys=True).encode("utf-8"))
-            fsync_directory(tmp)
+            files = {STATE_FILE: {"bytes": (tmp / STATE_FILE).stat().st_size}}
+            manifest = self._manifest(step, sequence, sorted(payload["objects"]), sorted(payload["values"]), metrics)
+            self._write_manifest(tmp, {**manifest, "files": files})
             parked = self._commit(tmp, final)
         except BaseException as err:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -407,6 +483,31 @@ class Checkpointer:
         if not_durable is None:
             self._prune(keep=final)
         return final, not_durable
+
+    def _manifest(
+        self, step: int, sequence: int, objects: list[str], values: list[str], metrics: dict[str, float]
+    ) -> dict[str, Any]:
+        """The manifest's fields other than ``files`` (and, for sharded checkpoints, the layout)."""
+        return {
+            "format": MANIFEST_FORMAT,
+            "version": MANIFEST_VERSION,
+            "step": step,
+            "sequence": sequence,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "host": socket.gethostname(),
+            "torch": torch.__version__,
+            "objects": objects,
+            "values": values,
+            "metrics": metrics,
+            "retention": self.policy.to_json(),
+        }
+
+    @staticmethod
+    def _write_manifest(tmp: Path, manifest: dict[str, Any]) -> None:
+        """Write ``manifest.json`` into ``tmp`` (last, durably) and fsync ``tmp``: the folder is ready to commit."""
+        with atomic_file(tmp / MANIFEST_FILE) as handle:
+            handle.write(json.dumps(manifest, indent=2, sort_keys=True).encode("utf-8"))
+        fsync_directory(tmp)
 
     def _commit(self, tmp: Path, final: Path) -> Path | None:
         """Rename the finished ``tmp`` onto ``final``: the commit. Returns the parked old folder of the step, if any.
@@ -540,24 +641,132 @@ class Checkpointer:
                 non-module object are left untouched.
             CorruptCheckpointError: the checkpoint of ``step`` fails verification, or every checkpoint does.
         """
-        if step is None:
-            found = self._load_newest(load_payload=True)
-            if found is None:
-                return None
-            folder, payload = found
+        group = collective.current_group()
+        folders = self._restore_candidates(step, group)
+        first_error: CorruptCheckpointError | None = None
+        for folder in folders:
+            try:
+                prepared = self._prepare_restore(folder, state, group)
+            except CorruptCheckpointError as err:
+                if step is not None:
+                    raise
+                first_error = first_error or err
+                if group is None or group.rank == 0:
+                    warnings.warn(
+                        f"checkpoint {str(folder)!r} does not verify and is skipped: {err} Using the newest older "
+                        "checkpoint instead; delete the bad folder once you no longer need it.",
+                        CheckpointWarning,
+                        stacklevel=2,
+                    )
+                continue
+            return self._apply_restore(folder, state, prepared)
+        if first_error is not None:
+            raise first_error
+        return None
+
+    def _restore_candidates(self, step: int | None, group: collective.Group | None) -> list[Path]:
+        """The folders to try, newest first (rank 0 lists them for every rank); warns about incomplete ones."""
+
+        def listing() -> list[str]:
+            if step is not None:
+                folder = self.path_for(step)
+                if store.read_manifest(folder)[0] is None:
+                    raise CheckpointError(
+                        f"no complete checkpoint for step {step} in {str(self.directory)!r}; complete steps: "
+                        f"{sorted(self.steps()) or 'none'}. Pass one of those, or step=None for the newest.",
+                        path=folder,
+                    )
+                return [folder.name]
+            self._warn_incomplete()
+            return [entry.folder.name for entry in reversed(self._checkpoints())]
+
+        if group is None:
+            names = listing()
         else:
-            folder = self.path_for(step)
-            if store.read_manifest(folder)[0] is None:
+            names = collective.broadcast(
+                group,
+                collective.agree(
+                    group, lambda: listing() if group.rank == 0 else [], what="restoring", where=self.directory
+                ),
+            )
+        return [self.directory / name for name in names]
+
+    def _warn_incomplete(self) -> None:
+        for entry in store.scan(self.directory):
+            if not entry.complete:
+                warnings.warn(
+                    f"checkpoint {str(entry.folder)!r} is incomplete and is skipped: {entry.problem}. Its files were "
+                    "changed or removed after it was committed; delete the folder once you no longer need it.",
+                    CheckpointWarning,
+                    stacklevel=5,
+                )
+
+    def _prepare_restore(self, folder: Path, state: Mapping[str, Any], group: collective.Group | None) -> _Prepared:
+        """Read and verify everything of ``folder`` that ``state`` needs, changing nothing live (every rank).
+
+        Raises:
+            CorruptCheckpointError: some file fails verification (on any rank; then on every rank).
+            CheckpointError: the names or modules of ``state`` do not fit the checkpoint.
+        """
+        what = f"restoring {str(folder)!r}"
+
+        def manifest_of() -> dict[str, Any]:
+            manifest, problem = store.read_manifest(folder)
+            if manifest is None:
+                raise CorruptCheckpointError(f"checkpoint {str(folder)!r} is incomplete: {problem}.", path=folder)
+            return manifest
+
+        manifest = collective.agree(group, manifest_of, what=what, where=folder)
+        if manifest.get("layout") != collective.LAYOUT:
+            payload = collective.agree(group, lambda: self._load_payload(folder), what=what, where=folder)
+            _check_names(folder, state, payload["objects"], payload["values"])
+            return _Prepared(payload["objects"], payload["values"], payload.get("rng"), None, None)
+        objects = dict.fromkeys(manifest.get("objects", []))
+        values = dict.fromkeys(manifest.get("values", []))
+
+        def plan() -> tuple[collective.Sharded, dict[str, Any]]:
+            _check_names(folder, state, objects, values)
+            live = {name: obj for name, obj in state.items() if name in objects}
+            sharded = collective.sharded_part(live, folder)
+            kept = set(manifest.get("sharded", []))
+            lost = [name for name in sharded.names if name not in kept]
+            if lost:
                 raise CheckpointError(
-                    f"no complete checkpoint for step {step} in {str(self.directory)!r}; complete steps: "
-                    f"{sorted(self.steps()) or 'none'}. Pass one of those, or step=None for the newest.",
+                    f"checkpoint {str(folder)!r} saved {lost} as plain state, not through DCP, so it cannot restore "
+                    "them as modules or optimizers. Restore into the kinds of objects it was saved from.",
                     path=folder,
                 )
+            return sharded, collective.plan_sharded(folder, manifest, sharded)
+
+        sharded, targets = collective.agree(group, plan, what=what, where=folder)
+        collective.read_sharded(folder, group, targets)
+        saved_world = int(manifest.get("world_size", 1))
+
+        def read_rest() -> tuple[dict[str, Any], Any]:
             payload = self._load_payload(folder)
-        assert payload is not None
-        objects: dict[str, Any] = payload["objects"]
-        values: dict[str, Any] = payload["values"]
-        _check_names(folder, state, objects, values)
+            return payload, collective.read_rank_rng(folder, group, saved_world)
+
+        payload, rng = collective.agree(group, read_rest, what=what, where=folder)
+        world = 1 if group is None else group.world_size
+        if saved_world != world and (group is None or group.rank == 0):
+            warnings.warn(
+                f"checkpoint {str(folder)!r} was saved by {saved_world} ranks and is restored by {world}: modules and "
+                f"optimizers are resharded, and the per-rank RNG states are restored for ranks below {saved_world} "
+                "only, so the run continues but does not repeat the uninterrupted one bit for bit. Resume with "
+                f"{saved_world} ranks for an exact resume.",
+                CheckpointWarning,
+                stacklevel=3,
+            )
+        return _Prepared(payload["objects"], payload["values"], rng, sharded, targets)
+
+    def _apply_restore(self, folder: Path, state: MutableMapping[str, Any], prepared: _Prepared) -> int | None:
+        """Load what :meth:`_prepare_restore` read into the live objects of ``state``; return the step."""
+        objects, values = prepared.objects, prepared.values
+        if prepared.sharded is not None and prepared.loaded is not None:
+            collective.apply_sharded(prepared.sharded, prepared.loaded)
+            done_before: list[str] = prepared.sharded.names
+        else:
+            done_before = []
         # Modules first: ferry.load_state_dict checks every key before it changes anything, so a mismatch there
         # leaves every object untouched. Then the other objects, then plain values, then the RNG states.
         names = sorted(objects.keys() & state.keys(), key=lambda name: not isinstance(state[name], torch.nn.Module))
@@ -569,34 +778,31 @@ class Checkpointer:
             except Exception as err:
                 raise CheckpointError(
                     f"restoring {name!r} from {str(folder)!r} failed: {type(err).__name__}: {err}. "
-                    f"Restored before it: {names[:done] or 'nothing'}. Pass the {name!r} object the checkpoint was "
-                    "saved from (same class and parameter groups).",
+                    f"Restored before it: {[*done_before, *names[:done]] or 'nothing'}. Pass the {name!r} object the "
+                    "checkpoint was saved from (same class and parameter groups).",
                     path=folder,
                 ) from err
         for name in values.keys() & state.keys():
             state[name] = _follow_device(values[name], state[name])
-        if "rng" in payload:
-            restore_rng_state(payload["rng"], where=str(folder))
-        self._last_saved_step = int(payload["step"])
-        return int(payload["step"])
+        if prepared.rng is not None:
+            restore_rng_state(prepared.rng, where=str(folder))
+        manifest = store.read_manifest(folder)[0] or {}
+        step = int(manifest.get("step", self._step_of(folder)))
+        self._last_saved_step = step
+        return step
 
-    def _load_newest(self, *, load_payload: bool) -> tuple[Path, dict[str, Any] | None] | None:
-        """The newest checkpoint that verifies (and its payload), warning about each newer one that does not."""
-        for entry in store.scan(self.directory):
-            if not entry.complete:
-                warnings.warn(
-                    f"checkpoint {str(entry.folder)!r} is incomplete and is skipped: {entry.problem}. Its files were "
-                    "changed or removed after it was committed; delete the folder once you no longer need it.",
-                    CheckpointWarning,
-                    stacklevel=4,
-                )
+    @staticmethod
+    def _step_of(folder: Path) -> int:
+        return int(folder.name.removeprefix("step-"))
+
+    def _load_newest(self) -> Path | None:
+        """The newest checkpoint that verifies, warning about each newer one that does not."""
+        self._warn_incomplete()
         first_error: CorruptCheckpointError | None = None
         for entry in reversed(self._checkpoints()):
             try:
-                if load_payload:
-                    return entry.folder, self._load_payload(entry.folder)
-                verify(entry.folder / STATE_FILE)
-                return entry.folder, None
+                collective.verify_folder(entry.folder, entry.manifest or {})
+                return entry.folder
             except CorruptCheckpointError as err:
                 first_error = first_error or err
                 warnings.warn(
@@ -619,6 +825,24 @@ class Checkpointer:
                 path=folder / STATE_FILE,
             )
         return payload
+
+
+@dataclasses.dataclass
+class _Prepared:
+    """What a restore read and verified, before anything live changes."""
+
+    objects: dict[str, Any]
+    values: dict[str, Any]
+    rng: Any
+    sharded: collective.Sharded | None
+    loaded: dict[str, Any] | None
+
+
+def _launch_rank() -> int:
+    """This process's rank under torchrun (from the process group, else RANK), 0 in a plain process."""
+    from ferry.distributed import rank
+
+    return rank()
 
 
 def _check_names(folder: Path, state: Mapping[str, Any], objects: Mapping[str, Any], values: Mapping[str, Any]) -> None:

@@ -26,7 +26,7 @@ from ferry.checkpoint import layout, legacy, reader, tree, writer
 from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, CheckpointError, CorruptCheckpointError
 
-__all__ = ["load", "save", "verify"]
+__all__ = ["load", "open_file", "save", "verify"]
 
 #: How many leading bytes are read to tell the kinds of file apart.
 _SNIFF = legacy.SNIFF_BYTES
@@ -99,7 +99,7 @@ def load(path: str | os.PathLike[str], *, device: DeviceLike = "cpu", trusted: b
     """
     file = _as_path(path, "load")
     target_device = resolve_device(device)
-    with _open(file) as (handle, size):
+    with open_file(file) as (handle, size):
         head = handle.read(_SNIFF)
         if layout.looks_like_safetensors(head):
             return _load_safetensors(handle, file, size, target_device)
@@ -122,7 +122,7 @@ def verify(path: str | os.PathLike[str]) -> None:
         ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
     """
     file = _as_path(path, "verify")
-    with _open(file) as (handle, size):
+    with open_file(file) as (handle, size):
         head = handle.read(_SNIFF)
         if layout.looks_like_safetensors(head):
             header = reader.read_header(handle, file, size)
@@ -183,7 +183,8 @@ def _load_safetensors(handle: BinaryIO, file: Path, size: int, device: torch.dev
 
 
 @contextlib.contextmanager
-def _open(file: Path) -> Iterator[tuple[BinaryIO, int]]:
+def open_file(file: Path) -> Iterator[tuple[BinaryIO, int]]:
+    """Open ``file`` for reading and yield ``(handle, size in bytes)``; OS errors become CheckpointError."""
     try:
         handle = open(file, "rb")  # noqa: SIM115 - closed below; the with block must not catch the body's errors
         size = os.fstat(handle.fileno()).st_size

@@ -1,0 +1,405 @@
+"""The Checkpointer under ``torch.distributed``: every rank saves and restores together, through DCP.
+
+A checkpoint saved while a process group is up (``torchrun``, after :func:`ferry.distributed.init`) has the
+*sharded* layout::
+
+    step-000000100/
+        shards.json                 modules and optimizers, through DCP with ferry's storage (dcp.py): their
+        shard-00000.safetensors     state_dicts from ``get_model_state_dict``/``get_optimizer_state_dict``, keyed
+        shard-00001.safetensors     by parameter name, so they reshard (N ranks -> M) and load into a plain model
+        state.safetensors           rank 0: the step, the other objects' states (samplers, schedulers...), values
+        rng-00000.safetensors       each rank: its own RNG states (Python, NumPy, torch CPU and accelerator)
+        rng-00001.safetensors
+        manifest.json               rank 0, last: "layout": "sharded", the world size, every file's size
+
+Replicated state (a DDP model, the objects in ``state.safetensors``) is written once, by rank 0; the shards of
+FSDP2/DTensor state by their ranks, in parallel. The folder is written under a temporary name and committed by rank
+0's atomic rename only after every rank has written and fsynced its files (DCP gathers every rank's result first).
+Every step that one rank may fail (a full disk, a bad value) ends in an exchange of outcomes, so all ranks raise
+together instead of hanging in a collective; a rank that dies leaves its peers' collectives to fail (gloo) or
+torchrun to stop them, and the temporary folder is never committed.
+
+The functions here take what they need from the Checkpointer; ``checkpointer.py`` calls them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+from torch import nn
+
+from ferry.checkpoint import dcp, store
+from ferry.checkpoint.format import load, save, verify
+from ferry.errors import CheckpointError, CorruptCheckpointError, FerryError
+
+__all__ = [
+    "LAYOUT",
+    "METADATA_FILE",
+    "Group",
+    "Sharded",
+    "agree",
+    "apply_sharded",
+    "broadcast",
+    "current_group",
+    "gather",
+    "metadata_digest",
+    "plan_sharded",
+    "read_rank_rng",
+    "read_sharded",
+    "rng_file",
+    "sharded_part",
+    "verify_folder",
+    "write_rank_files",
+]
+
+#: The manifest's "layout" for checkpoints saved under a process group.
+LAYOUT = "sharded"
+_T = TypeVar("_T")
+
+
+def rng_file(rank: int) -> str:
+    """The file of ``rank``'s RNG states: ``rng-<rank zero-padded to 5>.safetensors``."""
+    return f"rng-{rank:05d}.safetensors"
+
+
+@dataclass(frozen=True)
+class Group:
+    """This process's place in the job: its rank and the number of ranks (``(0, 1)`` without a process group)."""
+
+    rank: int
+    world_size: int
+
+    @property
+    def distributed(self) -> bool:
+        """Whether a process group is up (collectives are needed)."""
+        return self.world_size > 1 or _initialized()
+
+
+def _initialized() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def current_group() -> Group | None:
+    """The default process group's rank and world size, or None when no process group is up."""
+    if not _initialized():
+        return None
+    import torch.distributed as dist
+
+    return Group(dist.get_rank(), dist.get_world_size())
+
+
+@contextlib.contextmanager
+def _quiet_dcp() -> Iterator[None]:
+    """Hide DCP's notice that it runs in a single process: ferry chose that on purpose."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
+        yield
+
+
+def gather(group: Group | None, value: _T) -> list[_T]:
+    """Every rank's ``value``, by rank (``[value]`` without a process group)."""
+    if group is None:
+        return [value]
+    import torch.distributed as dist
+
+    values: list[Any] = [None] * group.world_size
+    dist.all_gather_object(values, value)
+    return values
+
+
+def agree(group: Group | None, work: Callable[[], _T], *, what: str, where: Path) -> _T:
+    """Run ``work`` on every rank, then make every rank fail, the same way, if any rank failed.
+
+    Every rank decides from the same gathered outcomes, so all ranks raise together: a
+    :class:`ferry.CorruptCheckpointError` when the only failures are damaged files (a restore then tries an older
+    checkpoint on every rank), else a :class:`ferry.CheckpointError`. A failing rank raises its own error when it is
+    of the kind chosen; the others name the rank and its message. Without a process group this is just ``work()``.
+
+    Raises:
+        CheckpointError: ``work`` failed on some rank.
+        CorruptCheckpointError: ``work`` found a damaged file on some rank, and no rank failed otherwise.
+    """
+    if group is None:
+        return work()
+    result: _T | None = None
+    error: Exception | None = None
+    try:
+        result = work()
+    except Exception as err:  # every rank must reach the exchange below, or the others hang in it
+        error = err
+    mine = None if error is None else (isinstance(error, CorruptCheckpointError), f"{type(error).__name__}: {error}")
+    outcomes = gather(group, mine)
+    failed = [(rank, outcome) for rank, outcome in enumerate(outcomes) if outcome is not None]
+    if not failed:
+        return result  # type: ignore[return-value]
+    corrupt_only = all(corrupt for _, (corrupt, _text) in failed)
+    if (
+        error is not None
+        and isinstance(error, FerryError)
+        and isinstance(error, CorruptCheckpointError) == corrupt_only
+    ):
+        raise error
+    rank, (_corrupt, text) = next((r, o) for r, o in failed if o[0] == corrupt_only)
+    kind = CorruptCheckpointError if corrupt_only else CheckpointError
+    raise kind(
+        f"{what} failed on rank {rank} (of {group.world_size}): {text} Every rank stops here.", path=where
+    ) from error
+
+
+def broadcast(group: Group | None, value: _T) -> _T:
+    """Rank 0's ``value`` on every rank."""
+    if group is None:
+        return value
+    import torch.distributed as dist
+
+    box: list[Any] = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]  # type: ignore[no-any-return]
+
+
+# -- what goes where ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Sharded:
+    """The part of ``state`` saved through DCP: modules, and optimizers with the module owning their parameters."""
+
+    modules: dict[str, nn.Module]
+    optimizers: dict[str, tuple[torch.optim.Optimizer, nn.Module]]
+
+    @property
+    def names(self) -> list[str]:
+        """The names of these objects in ``state``."""
+        return sorted([*self.modules, *self.optimizers])
+
+    def state_dicts(self) -> dict[str, Any]:
+        """Their state_dicts as DCP saves them: parameter names as keys, DTensor shards as they are."""
+        from torch.distributed.checkpoint.state_dict import get_model_state_dict, get_optimizer_state_dict
+
+        states: dict[str, Any] = {name: get_model_state_dict(module) for name, module in self.modules.items()}
+        for name, (optimizer, owner) in self.optimizers.items():
+            states[name] = get_optimizer_state_dict(owner, optimizer)
+        return states
+
+
+def sharded_part(state: Mapping[str, Any], where: Path) -> Sharded:
+    """The modules and optimizers of ``state``, each optimizer paired with the module holding its parameters.
+
+    Raises:
+        CheckpointError: an optimizer's parameters belong to no module of ``state`` (DCP names optimizer state by
+            parameter name, so it needs the module).
+    """
+    modules = {name: obj for name, obj in state.items() if isinstance(obj, nn.Module)}
+    optimizers: dict[str, tuple[torch.optim.Optimizer, nn.Module]] = {}
+    for name, obj in state.items():
+        if not isinstance(obj, torch.optim.Optimizer):
+            continue
+        wanted = {id(p) for group in obj.param_groups for p in group["params"]}
+        owners = [m for m in modules.values() if wanted <= {id(p) for p in m.parameters()}]
+        if not owners:
+            raise CheckpointError(
+                f"the optimizer {name!r} has parameters that belong to no module in state (modules: "
+                f"{sorted(modules) or 'none'}). Under torch.distributed ferry saves optimizer state by parameter "
+                "name, which it takes from the module: put the model in state too, e.g. "
+                f'{{"model": model, {name!r}: {name}}}.',
+                path=where,
+            )
+        optimizers[name] = (obj, owners[0])
+    return Sharded(modules, optimizers)
+
+
+# -- saving -------------------------------------------------------------------------------------------------------
+
+
+def write_rank_files(
+    tmp: Path, group: Group, step: int, others: Mapping[str, Any], values: Mapping[str, Any], rng: Any
+) -> None:
+    """Write this rank's RNG file, and on rank 0 the replicated part (``state.safetensors``); both durably."""
+    save(rng, tmp / rng_file(group.rank))
+    if group.rank == 0:
+        payload = {"step": step, "objects": dict(others), "values": dict(values), "world_size": group.world_size}
+        save(payload, tmp / store.STATE_FILE)
+
+
+def save_sharded(tmp: Path, group: Group | None, sharded: Sharded) -> None:
+    """Save the modules and optimizers through DCP into ``tmp`` (a collective: every rank calls it).
+
+    Raises:
+        CheckpointError: a rank failed to write (the message names it).
+    """
+    from torch.distributed.checkpoint.api import CheckpointException
+    from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
+
+    states = sharded.state_dicts()
+    try:
+        with _quiet_dcp():
+            dcp_save(
+                states,
+                storage_writer=dcp.FerryStorageWriter(tmp),
+                planner=dcp.FerrySavePlanner(),
+                no_dist=group is None or not group.distributed,
+            )
+    except CheckpointException as err:
+        raise _from_dcp(err, "writing the sharded state", tmp) from None
+
+
+def _from_dcp(err: BaseException, what: str, where: Path) -> CheckpointError:
+    """One FerryError for a DCP CheckpointException: a rank's own ferry error as it is, else a CheckpointError."""
+    failures = getattr(err, "failures", {}) or {}
+    for rank, (failure, _trace) in sorted(failures.items()):
+        if isinstance(failure, CheckpointError):
+            return type(failure)(f"{what} failed on rank {rank}: {failure}", path=where)
+    shown = "; ".join(f"rank {rank}: {type(f).__name__}: {f}" for rank, (f, _t) in sorted(failures.items()))
+    return CheckpointError(f"{what} failed: {shown or err}", path=where)
+
+
+# -- verifying and restoring --------------------------------------------------------------------------------------
+
+
+def verify_folder(folder: Path, manifest: Mapping[str, Any]) -> None:
+    """Verify every checksummed file of a checkpoint folder (a sharded one has several).
+
+    Raises:
+        CorruptCheckpointError: a file fails verification (the message names it).
+    """
+    if manifest.get("layout") != LAYOUT:
+        verify(folder / store.STATE_FILE)
+        return
+    _check_digest(folder, manifest)
+    dcp.read_metadata(folder)  # parses and checks shards.json
+    for name in sorted(manifest.get("files", {})):
+        if name.endswith(".safetensors"):
+            verify(folder / name)
+
+
+#: The metadata file of the DCP part, listed in the manifest with its SHA-256.
+METADATA_FILE = dcp.METADATA_FILE
+
+
+def metadata_digest(folder: Path) -> str:
+    """The SHA-256 of ``shards.json`` (hex), recorded in the manifest and checked before the metadata is used."""
+    return hashlib.sha256((folder / dcp.METADATA_FILE).read_bytes()).hexdigest()
+
+
+def _check_digest(folder: Path, manifest: Mapping[str, Any]) -> None:
+    expected = (manifest.get("files", {}).get(dcp.METADATA_FILE) or {}).get("sha256")
+    got = metadata_digest(folder)
+    if got != expected:
+        raise CorruptCheckpointError(
+            f"{str(folder / dcp.METADATA_FILE)!r} has SHA-256 {got}, the manifest says {expected}: the metadata of the "
+            "sharded checkpoint was changed after it was saved. Restore another checkpoint.",
+            path=folder / dcp.METADATA_FILE,
+        )
+
+
+def plan_sharded(folder: Path, manifest: Mapping[str, Any], sharded: Sharded) -> dict[str, Any]:
+    """Check the DCP part of ``folder`` against the live objects; return fresh tensors shaped like theirs to read into.
+
+    Local: no collective. The tensors are ``torch.empty_like`` the live ones (DTensors stay DTensors, sharded the
+    same way), so reading into them changes nothing live.
+
+    Raises:
+        CheckpointError: the live modules have keys or shapes the checkpoint lacks (the message lists them).
+        CorruptCheckpointError: ``shards.json`` does not match the manifest's checksum or is malformed.
+    """
+    _check_digest(folder, manifest)
+    metadata = dcp.read_metadata(folder)
+    live = sharded.state_dicts()
+    _check_keys(folder, metadata, live, sharded)
+    return {name: _fresh(value) for name, value in live.items()}
+
+
+def read_sharded(folder: Path, group: Group | None, targets: dict[str, Any]) -> None:
+    """Read the DCP part of ``folder`` into ``targets`` (a collective: every rank calls it), resharding as needed.
+
+    Raises:
+        CorruptCheckpointError: a piece fails its checksum, or a file is missing (on any rank: all raise).
+        CheckpointError: another failure on some rank.
+    """
+    from torch.distributed.checkpoint.api import CheckpointException
+    from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
+
+    try:
+        with _quiet_dcp():
+            dcp_load(
+                targets,
+                storage_reader=dcp.FerryStorageReader(folder),
+                planner=dcp.FerryLoadPlanner(),
+                no_dist=group is None or not group.distributed,
+            )
+    except CheckpointException as err:
+        raise _from_dcp(err, "reading the sharded state", folder) from None
+
+
+def apply_sharded(sharded: Sharded, loaded: Mapping[str, Any]) -> None:
+    """Load what :func:`load_sharded` read into the live modules, then the optimizers (mirrors ``set_state_dict``)."""
+    from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_optimizer_state_dict
+
+    for name, module in sharded.modules.items():
+        set_model_state_dict(module, loaded[name])
+    for name, (optimizer, owner) in sharded.optimizers.items():
+        set_optimizer_state_dict(owner, optimizer, loaded[name])
+
+
+def _fresh(tree: Any) -> Any:
+    """A copy of ``tree`` with every tensor replaced by an empty one like it (DTensors stay DTensors)."""
+    if isinstance(tree, torch.Tensor):
+        return torch.empty_like(tree)
+    if isinstance(tree, dict):
+        return {key: _fresh(value) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_fresh(value) for value in tree]
+    return tree
+
+
+def _check_keys(folder: Path, metadata: Any, live: Mapping[str, Any], sharded: Sharded) -> None:
+    """Every tensor of the live modules is in the checkpoint with the same (global) shape."""
+    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+    saved = metadata.state_dict_metadata
+    for name in sharded.modules:
+        prefix = f"{name}."
+        stored = {fqn[len(prefix) :]: info for fqn, info in saved.items() if fqn.startswith(prefix)}
+        if not stored:
+            raise CheckpointError(
+                f"checkpoint {str(folder)!r} holds no module {name!r}; its sharded objects are "
+                f"{sorted({fqn.split('.', 1)[0] for fqn in saved})}. Restore into the names it was saved with.",
+                path=folder,
+            )
+        missing = sorted(key for key in live[name] if key not in stored)
+        unexpected = sorted(key for key in stored if key not in live[name])
+        shapes = sorted(
+            f"{key}: saved {list(stored[key].size)}, live {list(value.shape)}"
+            for key, value in live[name].items()
+            if isinstance(value, torch.Tensor)
+            and isinstance(stored.get(key), TensorStorageMetadata)
+            and tuple(stored[key].size) != tuple(value.shape)
+        )
+        if missing or unexpected or shapes:
+            parts = [
+                f"missing in the checkpoint: {missing[:8]}" if missing else "",
+                f"not in the module: {unexpected[:8]}" if unexpected else "",
+                f"different shapes: {shapes[:8]}" if shapes else "",
+            ]
+            raise CheckpointError(
+                f"module {name!r} does not fit checkpoint {str(folder)!r}: {'; '.join(p for p in parts if p)}. "
+                "Build the model with the architecture it was saved with; nothing was changed.",
+                path=folder,
+            )
+
+
+def read_rank_rng(folder: Path, group: Group | None, saved_world: int) -> Any | None:
+    """This rank's saved RNG states, or None when the checkpoint has no file for this rank."""
+    rank = 0 if group is None else group.rank
+    if rank >= saved_world:
+        return None
+    return load(folder / rng_file(rank))
