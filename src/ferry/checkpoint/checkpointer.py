@@ -750,10 +750,10 @@ class Checkpointer:
         world = 1 if group is None else group.world_size
         if saved_world != world and (group is None or group.rank == 0):
             warnings.warn(
-                f"checkpoint {str(folder)!r} was saved by {saved_world} ranks and is restored by {world}: modules and "
-                f"optimizers are resharded, and the per-rank RNG states are restored for ranks below {saved_world} "
-                "only, so the run continues but does not repeat the uninterrupted one bit for bit. Resume with "
-                f"{saved_world} ranks for an exact resume.",
+                f"checkpoint {str(folder)!r} was saved by {_ranks(saved_world)} and is restored by {_ranks(world)}: "
+                "modules and optimizers are resharded, and the per-rank RNG states are restored for ranks below "
+                f"{saved_world} only, so the run continues but does not repeat the uninterrupted one bit for bit. "
+                f"Resume with {_ranks(saved_world)} for an exact resume.",
                 CheckpointWarning,
                 stacklevel=3,
             )
@@ -836,6 +836,10 @@ class _Prepared:
     rng: Any
     sharded: collective.Sharded | None
     loaded: dict[str, Any] | None
+
+
+def _ranks(count: int) -> str:
+    return f"{count} rank" if count == 1 else f"{count} ranks"
 
 
 def _launch_rank() -> int:

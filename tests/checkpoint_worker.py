@@ -1,0 +1,167 @@
+"""Run by tests/test_checkpoint_distributed.py under torchrun: the Checkpointer on several ranks.
+
+Usage: python -m torch.distributed.run --standalone --nproc-per-node N checkpoint_worker.py SCENARIO OUT_DIR [ARGS]
+
+Each rank writes OUT_DIR/<scenario>-rank<R>.json.
+"""
+
+import itertools
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
+
+import ferry
+import ferry.distributed
+
+DATA = torch.arange(40 * 4, dtype=torch.float32).reshape(40, 4).sin()
+TARGETS = DATA.sum(dim=1, keepdim=True).cos()
+
+
+def model(dropout=0.0):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 16), nn.Dropout(dropout), nn.ReLU(), nn.Linear(16, 6), nn.Linear(6, 1))
+
+
+def full(tensor):
+    return (tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor).detach().flatten().tolist()
+
+
+def params(wrapped):
+    return [full(p) for p in wrapped.parameters()]
+
+
+def optimizer_state(wrapped, optimizer):
+    """The whole optimizer state by parameter name (gathered from the shards), as lists."""
+    state = get_optimizer_state_dict(wrapped, optimizer, options=StateDictOptions(full_state_dict=True))
+    return {
+        f"{name}.{key}": full(value) if isinstance(value, torch.Tensor) else value
+        for name, entry in sorted(state["state"].items())
+        for key, value in sorted(entry.items())
+    }
+
+
+def step(wrapped, optimizer, batch=None):
+    inputs, targets = (DATA[:8], TARGETS[:8]) if batch is None else batch
+    loss = nn.functional.mse_loss(wrapped(inputs), targets)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    return loss.item()
+
+
+def train(strategy, directory, steps, every, stop_at=None):
+    """Dropout, a shuffled ResumableSampler split across ranks, per-rank RNG: resumes exactly or not at all."""
+    wrapped = ferry.distributed.wrap(model(dropout=0.3), strategy=strategy)
+    optimizer = torch.optim.Adam(wrapped.parameters(), lr=0.01)
+    sampler = ferry.ResumableSampler(range(len(DATA)), seed=3)
+    torch.manual_seed(1000 + dist.get_rank())
+    state = {"model": wrapped, "optimizer": optimizer, "sampler": sampler, "note": ""}
+    losses = []
+    with ferry.Checkpointer(directory, keep_last=2, every_steps=every) as ckpt:
+        done = ckpt.restore(state) or 0
+        batches = iter(sampler)
+        while done < steps:
+            indices = list(itertools.islice(batches, 4))
+            if len(indices) < 4:  # the epoch ran out: the next iterator starts the next epoch
+                batches = iter(sampler)
+                continue
+            noise = torch.randn(4, 1) * 0.01  # per-rank RNG in the data path
+            losses.append(step(wrapped, optimizer, (DATA[indices], TARGETS[indices] + noise)))
+            done += 1
+            state["note"] = f"step {done}"
+            ckpt.save_if_due(done, state)
+            if done == stop_at:
+                break
+    return {"params": params(wrapped), "losses": losses, "done": done, "rand": torch.rand(2).tolist()}
+
+
+def exact(directory, steps, every, stop_at):
+    """An uninterrupted run in DIR/whole and, in the same process, a run stopped at stop_at in DIR/cut."""
+    whole = train("ddp", f"{directory}/whole", steps, every)
+    cut = train("ddp", f"{directory}/cut", steps, every, stop_at=stop_at)
+    return {"whole": whole, "cut": cut}
+
+
+def resume(directory, steps, every):
+    return train("ddp", f"{directory}/cut", steps, every)
+
+
+def save_fsdp(directory):
+    """Two steps of FSDP2 training, save at step 2; returns what was saved (gathered)."""
+    wrapped = ferry.distributed.wrap(model(), strategy="fsdp")
+    optimizer = torch.optim.Adam(wrapped.parameters(), lr=0.01)
+    for _ in range(2):
+        step(wrapped, optimizer)
+    with ferry.Checkpointer(directory) as ckpt:
+        ckpt.save(2, {"model": wrapped, "optimizer": optimizer, "epoch": 7})
+    return {"params": params(wrapped), "optimizer": optimizer_state(wrapped, optimizer)}
+
+
+def restore_fsdp(directory):
+    """Restore DIR into a fresh FSDP2 model and optimizer (whatever world size saved it); report what came back."""
+    wrapped = ferry.distributed.wrap(nn.Sequential(*[layer for layer in model()]), strategy="fsdp")
+    with torch.no_grad():
+        for param in wrapped.parameters():
+            param.zero_()
+    optimizer = torch.optim.Adam(wrapped.parameters(), lr=0.5)
+    state = {"model": wrapped, "optimizer": optimizer, "epoch": 0}
+    with ferry.Checkpointer(directory) as ckpt:
+        restored = ckpt.restore(state)
+    after = {"params": params(wrapped), "optimizer": optimizer_state(wrapped, optimizer)}
+    local = [p.to_local().numel() for p in wrapped.parameters()]
+    return {"step": restored, "epoch": state["epoch"], "lr": optimizer.param_groups[0]["lr"], "local": local, **after}
+
+
+def save_and_restore_fsdp(directory, other):
+    """Save an FSDP2 run to DIR; restore it (same world size) and the checkpoint in OTHER (another world size)."""
+    saved = save_fsdp(directory)
+    return {"saved": saved, "same": restore_fsdp(directory), "other": restore_fsdp(other)}
+
+
+def die(directory):
+    """Save step 1; then rank 1 dies while writing step 2 (after its shard file is written, before the commit)."""
+    wrapped = ferry.distributed.wrap(model(), strategy="fsdp")
+    optimizer = torch.optim.Adam(wrapped.parameters(), lr=0.01)
+    step(wrapped, optimizer)
+    ckpt = ferry.Checkpointer(directory)
+    ckpt.save(1, {"model": wrapped, "optimizer": optimizer})
+    saved = params(wrapped)
+    Path(directory, f"saved-rank{dist.get_rank()}.json").write_text(json.dumps(saved))
+    dist.barrier()
+    step(wrapped, optimizer)
+    if dist.get_rank() == 1:
+        from ferry.checkpoint import dcp
+
+        write_file = dcp.writer.write_file
+
+        def write_then_die(path, tree_json, blobs):
+            write_file(path, tree_json, blobs)
+            os._exit(17)
+
+        dcp.writer.write_file = write_then_die
+    ckpt.save(2, {"model": wrapped, "optimizer": optimizer})
+    return {"unreachable": True}
+
+
+SCENARIOS = {
+    "exact": lambda a: exact(a[0], int(a[1]), int(a[2]), int(a[3])),
+    "resume": lambda a: resume(a[0], int(a[1]), int(a[2])),
+    "save_fsdp": lambda a: save_fsdp(a[0]),
+    "restore_fsdp": lambda a: restore_fsdp(a[0]),
+    "save_and_restore_fsdp": lambda a: save_and_restore_fsdp(a[0], a[1]),
+    "die": lambda a: die(a[0]),
+}
+
+if __name__ == "__main__":
+    scenario, out, args = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
+    ferry.distributed.init()
+    result = SCENARIOS[scenario](args)
+    (out / f"{scenario}-rank{dist.get_rank()}.json").write_text(json.dumps(result))
+    dist.barrier()  # without it one rank may tear gloo down while the other still uses it (abort at exit)
+    dist.destroy_process_group()
