@@ -67,6 +67,14 @@ class Checkpointer:
     of Python, NumPy, torch CPU and every initialised accelerator. For an exactly reproducible resume, put the
     sampler (or the loader) in ``state`` and give the ``DataLoader`` its own ``generator``.
 
+    Under ``torch.distributed`` (a process group is up, e.g. after :func:`ferry.distributed.init` under torchrun)
+    every rank creates the Checkpointer on the same directory and calls :meth:`save`, :meth:`restore` and
+    :meth:`save_if_due` together (they are collectives). Modules and optimizers then go through
+    ``torch.distributed.checkpoint`` with ferry's storage (each rank writes its FSDP2/DTensor shards; a DDP replica
+    is written once, by rank 0), rank 0 writes the other objects and values, each rank its RNG states, and rank 0
+    commits the folder only after every rank has written. Such a checkpoint restores on any number of ranks, or into
+    a plain model in one process (see ``collective.py`` for the layout).
+
     Example:
         >>> import tempfile, torch, ferry
         >>> model = torch.nn.Linear(2, 2)
