@@ -207,7 +207,9 @@ class Checkpointer:
         due = due or (self.every_steps is not None and step % self.every_steps == 0)
         due = due or (self.every_seconds is not None and time.monotonic() - self._last_save_time >= self.every_seconds)
         group = collective.current_group()
-        if group is not None:  # every rank must take part in a save: save when any rank says so
+        if group is not None and (self.every_seconds is not None or self._old_handlers):
+            # Clocks and signals differ between ranks, and every rank must take part in a save: save when any rank
+            # says so. (A step count is the same on every rank, so every_steps alone needs no exchange.)
             due = any(collective.gather(group, due))
         if due:
             self.save(step, state, metrics=metrics)
@@ -307,12 +309,15 @@ class Checkpointer:
             others = {n: state_of(o) for n, o in state.items() if is_stateful(o) and n not in sharded.names}
             values = {n: o for n, o in state.items() if not is_stateful(o)}
 
+            states = sharded.state_dicts()
+
             def write_local() -> None:
-                self._check_space(step, {"others": others, "values": values})
+                local = collective.local_tensors(states)
+                self._check_space(step, {"others": others, "values": values, "sharded": local})
                 collective.write_rank_files(tmp, group, step, others, values, capture_rng_state())
 
             collective.agree(group, write_local, what=what, where=final)
-            collective.save_sharded(tmp, group, sharded)
+            collective.save_sharded(tmp, group, states)
 
             def commit() -> str | None:
                 if group.rank != 0:

@@ -49,11 +49,13 @@ __all__ = [
     "broadcast",
     "current_group",
     "gather",
+    "local_tensors",
     "metadata_digest",
     "plan_sharded",
     "read_rank_rng",
     "read_sharded",
     "rng_file",
+    "save_sharded",
     "sharded_part",
     "verify_folder",
     "write_rank_files",
@@ -230,8 +232,20 @@ def write_rank_files(
         save(payload, tmp / store.STATE_FILE)
 
 
-def save_sharded(tmp: Path, group: Group | None, sharded: Sharded) -> None:
-    """Save the modules and optimizers through DCP into ``tmp`` (a collective: every rank calls it).
+def local_tensors(tree: Any) -> Any:
+    """``tree`` with each DTensor replaced by this rank's shard of it (what this rank may have to write)."""
+    if isinstance(tree, torch.Tensor):
+        to_local = getattr(tree, "to_local", None)
+        return to_local() if callable(to_local) else tree
+    if isinstance(tree, dict):
+        return {key: local_tensors(value) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [local_tensors(value) for value in tree]
+    return tree
+
+
+def save_sharded(tmp: Path, group: Group | None, states: dict[str, Any]) -> None:
+    """Save ``states`` (from :meth:`Sharded.state_dicts`) through DCP into ``tmp`` (a collective: every rank calls it).
 
     Raises:
         CheckpointError: a rank failed to write (the message names it).
@@ -239,7 +253,6 @@ def save_sharded(tmp: Path, group: Group | None, sharded: Sharded) -> None:
     from torch.distributed.checkpoint.api import CheckpointException
     from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
-    states = sharded.state_dicts()
     try:
         with _quiet_dcp():
             dcp_save(
