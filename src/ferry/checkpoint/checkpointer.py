@@ -775,14 +775,28 @@ class Checkpointer:
     def _apply_restore(self, folder: Path, state: MutableMapping[str, Any], prepared: _Prepared) -> int | None:
         """Load what :meth:`_prepare_restore` read into the live objects of ``state``; return the step."""
         objects, values = prepared.objects, prepared.values
+        done_before: list[str] = []
         if prepared.sharded is not None and prepared.loaded is not None:
             collective.apply_sharded(prepared.sharded, prepared.loaded)
-            done_before: list[str] = prepared.sharded.names
-        else:
-            done_before = []
+            done_before = prepared.sharded.names
+        elif collective.current_group() is not None:  # a plain process's checkpoint into FSDP2 modules
+            live = {name: state[name] for name in objects.keys() & state.keys()}
+            try:
+                done_before = collective.apply_full(collective.sharded_part(live, folder), objects)
+            except FerryError:
+                raise
+            except Exception as err:
+                raise CheckpointError(
+                    f"restoring the sharded modules of {sorted(state)} from {str(folder)!r} (saved by one process) "
+                    f"failed: {type(err).__name__}: {err}. Pass objects built like the ones it was saved from.",
+                    path=folder,
+                ) from err
         # Modules first: ferry.load_state_dict checks every key before it changes anything, so a mismatch there
         # leaves every object untouched. Then the other objects, then plain values, then the RNG states.
-        names = sorted(objects.keys() & state.keys(), key=lambda name: not isinstance(state[name], torch.nn.Module))
+        names = sorted(
+            objects.keys() & state.keys() - set(done_before),
+            key=lambda name: not isinstance(state[name], torch.nn.Module),
+        )
         for done, name in enumerate(names):
             try:
                 load_into(state[name], objects[name], name=name, where=str(folder))

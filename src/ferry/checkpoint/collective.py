@@ -45,6 +45,7 @@ __all__ = [
     "Group",
     "Sharded",
     "agree",
+    "apply_full",
     "apply_sharded",
     "broadcast",
     "current_group",
@@ -361,6 +362,66 @@ def apply_sharded(sharded: Sharded, loaded: Mapping[str, Any]) -> None:
         set_model_state_dict(module, loaded[name])
     for name, (optimizer, owner) in sharded.optimizers.items():
         set_optimizer_state_dict(owner, optimizer, loaded[name])
+
+
+def _has_dtensors(module: nn.Module) -> bool:
+    return any(callable(getattr(param, "to_local", None)) for param in module.parameters())
+
+
+def _by_name(owner: nn.Module, optimizer: torch.optim.Optimizer, saved: Mapping[str, Any]) -> dict[str, Any]:
+    """A plain ``Optimizer.state_dict()`` (parameters numbered in order) keyed by parameter name instead.
+
+    The numbers follow the order of the parameters in the param groups, so the n-th parameter of the live
+    optimizer (built like the saved one) is the n-th saved one.
+    """
+    names = {id(param): name for name, param in owner.named_parameters()}
+    number_to_name: dict[Any, str] = {}
+    for live_group, saved_group in zip(optimizer.param_groups, saved["param_groups"], strict=True):
+        for param, number in zip(live_group["params"], saved_group["params"], strict=True):
+            number_to_name[number] = names[id(param)]
+    return {
+        "state": {number_to_name[number]: value for number, value in saved["state"].items()},
+        "param_groups": [
+            {**group, "params": [number_to_name[number] for number in group["params"]]}
+            for group in saved["param_groups"]
+        ],
+    }
+
+
+def apply_full(sharded: Sharded, objects: Mapping[str, Any]) -> list[str]:
+    """Load whole state_dicts (saved by a plain process) into the FSDP2/DTensor modules and their optimizers.
+
+    Each rank keeps its shard of every tensor (mirrors ``set_model_state_dict`` with ``full_state_dict=True``).
+    Modules without DTensor parameters (plain, DDP) are left to the caller. Returns the names loaded.
+
+    Raises:
+        CheckpointError: the saved optimizer has other param groups than the live one.
+        RuntimeError: from PyTorch: keys or shapes do not fit.
+    """
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        set_model_state_dict,
+        set_optimizer_state_dict,
+    )
+
+    options = StateDictOptions(full_state_dict=True)
+    done = []
+    for name, module in sharded.modules.items():
+        if name in objects and _has_dtensors(module):
+            set_model_state_dict(module, objects[name], options=options)
+            done.append(name)
+    for name, (optimizer, owner) in sharded.optimizers.items():
+        if name in objects and _has_dtensors(owner):
+            try:
+                by_name = _by_name(owner, optimizer, objects[name])
+            except (KeyError, ValueError, TypeError) as err:
+                raise CheckpointError(
+                    f"the saved optimizer {name!r} does not fit the live one ({type(err).__name__}: {err}): build it "
+                    "with the same param groups, in the same order, as the run that saved it.",
+                ) from err
+            set_optimizer_state_dict(owner, optimizer, by_name, options=options)
+            done.append(name)
+    return done
 
 
 def _fresh(tree: Any) -> Any:

@@ -12,7 +12,9 @@ Exit codes:
         output that exists without ``--force``, a value ferry cannot save, a removal that failed, a file from a
         newer ferry; and a TorchScript archive (e.g. ``silero_vad.jit``), for every subcommand: it is not damaged
         (so not a finding), it is another kind of file, which ferry refuses with the message saying to open it with
-        ``torch.jit.load``.
+        ``torch.jit.load``. A folder written by ``torch.distributed.checkpoint``'s own ``FileSystemWriter`` (a
+        pickled ``.metadata``) is refused by ``inspect`` and ``convert`` (2, as an unsafe pickle is) and is a finding
+        of ``verify`` (1); ``convert --trusted`` converts it.
 """
 
 from __future__ import annotations
@@ -54,8 +56,9 @@ def _parser() -> argparse.ArgumentParser:
         "inspect", parents=[common, trusted], help="what a checkpoint holds", description="Show a checkpoint's tree "
         "(every tensor's shape, dtype and size; plain values), parameter counts per top-level entry and in total, "
         "and its metadata (step, time, torch version, devices if recorded, RNG states). PATH is a ferry or "
-        "safetensors file (only the header is read), a torch.save file, a step-<n> folder, or a run directory "
-        "(its newest checkpoint).",
+        "safetensors file (only the header is read), a torch.save file, a step-<n> folder (a sharded one too: its "
+        "tensors' global shapes, pieces and rank files, and its files), or a run directory (its newest checkpoint). "
+        "Folders written by torch.distributed.checkpoint itself (a pickled .metadata) are refused.",
     )  # fmt: skip
     inspect.add_argument("path", metavar="PATH")
     inspect.set_defaults(handler="ckpt_inspect:inspect_main")
@@ -64,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         "verify", parents=[common], help="check files and checkpoint folders", description="Verify a file (ferry "
         "files: the header's CRC-32 and every tensor's xxh3_64, crc32 in files from before format 2; safetensors "
         "header and sizes; torch.save zip CRCs or a restricted load), a step-<n> folder (manifest, sizes, "
-        "checksums, step) or every checkpoint of a run directory. Exit 1 if anything fails.",
+        "checksums, step; for a sharded one also the SHA-256 of shards.json and every piece of every rank file) or "
+        "every checkpoint of a run directory. Exit 1 if anything fails.",
     )  # fmt: skip
     verify.add_argument("path", metavar="PATH")
     verify.set_defaults(handler="ckpt_verify:verify_main")
@@ -81,8 +85,9 @@ def _parser() -> argparse.ArgumentParser:
 
     convert = commands.add_parser(
         "convert", parents=[common, trusted], help="convert to a ferry file", description="Convert a checkpoint "
-        "(a torch.save file, loaded through torch's restricted unpickler; or any file ferry loads) to a ferry file "
-        "(safetensors with checksums), written atomically and verified.",
+        "(a torch.save file, loaded through torch's restricted unpickler; any file ferry loads; a sharded step "
+        "folder, loaded whole in this process; with --trusted, a folder written by torch.distributed.checkpoint) to "
+        "a ferry file (safetensors with checksums), written atomically and verified.",
     )  # fmt: skip
     convert.add_argument("input", metavar="IN")
     convert.add_argument("out", metavar="OUT", help="the file to write, e.g. model.safetensors")

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ferry.checkpoint import layout, legacy, reader, tree
+from ferry.checkpoint import dcp, layout, legacy, reader, tree
+from ferry.checkpoint.consolidate import plain_dcp_error
 from ferry.checkpoint.format import load
 from ferry.checkpoint.store import MANIFEST_FILE, STATE_FILE, read_manifest, scan
 from ferry.errors import CheckpointError
@@ -34,6 +35,7 @@ __all__ = [
     "flatten",
     "human_bytes",
     "is_payload",
+    "is_sharded",
     "jsonable",
     "meter",
     "read_structure",
@@ -76,7 +78,17 @@ class Target:
 
 
 def _is_step_folder(path: Path) -> bool:
-    return bool(_STEP_NAME.match(path.name)) or (path / MANIFEST_FILE).exists() or (path / STATE_FILE).exists()
+    return (
+        bool(_STEP_NAME.match(path.name))
+        or (path / MANIFEST_FILE).exists()
+        or (path / STATE_FILE).exists()
+        or (path / dcp.METADATA_FILE).exists()
+    )
+
+
+def is_sharded(folder: Path | None) -> bool:
+    """Whether ``folder`` holds state saved through DCP with ferry's storage (a ``shards.json``)."""
+    return folder is not None and (folder / dcp.METADATA_FILE).is_file()
 
 
 def _missing(path: Path) -> CheckpointError:
@@ -88,7 +100,12 @@ def _missing(path: Path) -> CheckpointError:
 def resolve(path: Path) -> Target:
     """The checkpoint ``path`` names: a file; a ``step-<n>`` folder (its state file); a run directory (its newest).
 
+    A sharded step folder (see :func:`is_sharded`) is a ``step-<n>`` folder too; so is a folder written by
+    ``dcp.save`` with ferry's storage (``shards.json``, no manifest).
+
     Raises:
+        UnsafeCheckpointError: a folder written by DCP's own ``FileSystemWriter`` (a pickled ``.metadata``); the
+            message gives the ``ferry ckpt convert --trusted`` command that converts it.
         CheckpointError: nothing at ``path``; a folder that is neither a checkpoint nor a run directory; a run
             directory without a complete checkpoint (the message lists what is wrong with each).
     """
@@ -96,6 +113,8 @@ def resolve(path: Path) -> Target:
         return Target(path)
     if not path.is_dir():
         raise _missing(path)
+    if dcp.is_plain_dcp(path) and not is_sharded(path):
+        raise plain_dcp_error(path)
     if _is_step_folder(path):
         manifest, problem = read_manifest(path)
         return Target(path / STATE_FILE, path, manifest, problem)

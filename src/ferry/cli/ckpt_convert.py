@@ -1,4 +1,9 @@
-"""``ferry ckpt convert IN OUT``: any checkpoint ferry loads (``torch.save`` files above all) to a ferry file."""
+"""``ferry ckpt convert IN OUT``: any checkpoint ferry loads (``torch.save`` files above all) to a ferry file.
+
+A sharded checkpoint folder (saved under ``torch.distributed``, or by ``torch.distributed.checkpoint`` itself with
+``--trusted``) becomes one file: every tensor whole, loaded in this process (see
+:mod:`ferry.checkpoint.consolidate`).
+"""
 
 from __future__ import annotations
 
@@ -10,27 +15,30 @@ from typing import Any
 
 import torch
 
+from ferry.checkpoint import dcp
+from ferry.checkpoint.consolidate import load_sharded_folder
 from ferry.checkpoint.format import load, save, verify
-from ferry.cli.ckpt_common import KIND_NAMES, flatten, human_bytes, meter, resolve, sniff
+from ferry.checkpoint.store import MANIFEST_FILE, STATE_FILE
+from ferry.cli.ckpt_common import KIND_NAMES, flatten, human_bytes, is_sharded, meter, resolve, sniff
 from ferry.errors import CheckpointError
 
 __all__ = ["convert", "convert_main"]
 
 
-def convert(source: Path, out: Path, *, trusted: bool = False, force: bool = False) -> dict[str, Any]:
-    """Load ``source`` (through torch's restricted unpickler unless ``trusted``) and save it to ``out`` as a ferry file.
+def _sharded_source(source: Path) -> tuple[Path, str] | None:
+    """The folder to load with :func:`load_sharded_folder` and what it is, when ``source`` names one; else None."""
+    if source.is_dir() and dcp.is_plain_dcp(source) and not is_sharded(source):
+        return source, "DCP folder (torch FileSystemWriter)"
+    folder = resolve(source).folder
+    if not is_sharded(folder):
+        return None
+    assert folder is not None
+    checkpointer = (folder / MANIFEST_FILE).exists() or (folder / STATE_FILE).exists()
+    return folder, "Checkpointer checkpoint (sharded)" if checkpointer else "DCP folder (ferry storage)"
 
-    ``out`` is written atomically, then verified (every checksum, read back from disk).
 
-    Returns:
-        ``{"input", "output", "input_kind", "tensors", "bytes"}`` (``bytes``: the size of ``out``).
-
-    Raises:
-        CheckpointError: ``out`` exists and not ``force``, or is a folder; ``source`` cannot be loaded (as
-            :func:`ferry.load`: TorchScript, unsafe pickle, corrupt); or what it holds cannot be saved (the message
-            names the value and the conversion to make).
-    """
-    file = resolve(source).file
+def _check_out(out: Path, force: bool) -> None:
+    """Refuse an ``out`` that is a folder, or that exists without ``force``."""
     if out.is_dir():
         raise CheckpointError(f"{str(out)!r} is a folder. Pass the name of the file to write, e.g. model.safetensors.")
     if out.exists() and not force:
@@ -39,6 +47,44 @@ def convert(source: Path, out: Path, *, trusted: bool = False, force: bool = Fal
             "its old content until the new file is complete), or choose another name.",
             path=out,
         )
+
+
+def convert(source: Path, out: Path, *, trusted: bool = False, force: bool = False) -> dict[str, Any]:
+    """Load ``source`` (through torch's restricted unpickler unless ``trusted``) and save it to ``out`` as a ferry file.
+
+    ``out`` is written atomically, then verified (every checksum, read back from disk). A sharded checkpoint folder
+    (or a run directory whose newest checkpoint is one) is loaded whole by
+    :func:`ferry.checkpoint.consolidate.load_sharded_folder`: a Checkpointer's becomes
+    ``{"step", "objects", "values"}`` with each module's full ``state_dict`` among the objects; a folder written by
+    DCP's own ``FileSystemWriter`` needs ``trusted`` (its metadata is a pickle).
+
+    Returns:
+        ``{"input", "output", "input_kind", "tensors", "bytes"}`` (``bytes``: the size of ``out``).
+
+    Raises:
+        UnsafeCheckpointError: a pickle that needs code, or a folder of DCP's ``FileSystemWriter``, without
+            ``trusted``.
+        CheckpointError: ``out`` exists and not ``force``, or is a folder; ``source`` cannot be loaded (as
+            :func:`ferry.load`: TorchScript, unsafe pickle, corrupt); or what it holds cannot be saved (the message
+            names the value and the conversion to make).
+    """
+    sharded = _sharded_source(source)
+    if sharded is not None:
+        _check_out(out, force)
+        folder, kind = sharded
+        size = sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
+        with meter(2 * size, f"loading {folder.name}") as progress:
+            obj = load_sharded_folder(folder, trusted=trusted)
+            progress.advance(size)
+            progress.describe(f"writing {out.name}")
+            save(obj, out)
+            verify(out)
+            progress.advance(size)
+        tensors = sum(isinstance(leaf, torch.Tensor) for _, leaf in flatten(obj))
+        return {"input": str(folder), "output": str(out), "input_kind": kind, "tensors": tensors,
+                "bytes": out.stat().st_size}  # fmt: skip
+    file = resolve(source).file
+    _check_out(out, force)
     kind, size = sniff(file)
     with meter(2 * size, f"loading {file.name}") as progress:
         obj = load(file, trusted=trusted)

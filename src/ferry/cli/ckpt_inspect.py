@@ -1,20 +1,29 @@
-"""``ferry ckpt inspect PATH``: what a checkpoint holds, read from headers where the format allows, not the data."""
+"""``ferry ckpt inspect PATH``: what a checkpoint holds, read from headers where the format allows, not the data.
+
+A sharded checkpoint (saved under ``torch.distributed``) is described from its ``shards.json``, the headers of its
+files, and the few bytes of its non-tensor values (an optimizer's ``lr``): its tensors' global shapes and which rank
+files hold their pieces, and the replicated part in ``state.safetensors``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ferry.checkpoint.store import STATE_FILE
+from ferry.checkpoint import dcp, tree
+from ferry.checkpoint.consolidate import read_values
+from ferry.checkpoint.store import MANIFEST_FILE, STATE_FILE
 from ferry.cli.ckpt_common import (
     Target,
     flatten,
     human_bytes,
     is_payload,
+    is_sharded,
     jsonable,
     read_structure,
     resolve,
@@ -26,6 +35,10 @@ __all__ = ["inspect", "inspect_main"]
 
 #: Manifest entries shown as metadata, in this order.
 _MANIFEST_KEYS = ("step", "created", "sequence", "torch", "host", "devices", "metrics", "retention")
+#: What ``inspect`` calls a sharded Checkpointer checkpoint, and a folder ``dcp.save`` wrote with ferry's storage.
+SHARDED_KIND = "Checkpointer checkpoint (sharded)"
+DCP_KIND = "DCP folder (ferry storage)"
+_RANK_FILE = re.compile(r"^(shard|rng)-(\d+)\.safetensors$")
 
 
 def _group(path: str, payload: bool) -> str:
@@ -59,11 +72,14 @@ def inspect(target: Target, *, trusted: bool = False) -> dict[str, Any]:
 
     Returns:
         ``{"path", "file", "kind", "bytes", "metadata", "tensors", "values", "entries", "total"}``; see
-        :func:`ferry.cli.ckpt.main` for the fields.
+        :func:`ferry.cli.ckpt.main` for the fields. A sharded checkpoint's report is :func:`inspect_sharded`'s.
 
     Raises:
         CheckpointError: as :func:`ferry.load` (TorchScript, unsafe pickle, not a checkpoint, corrupt header).
     """
+    if is_sharded(target.folder):
+        assert target.folder is not None
+        return inspect_sharded(target.folder, target.manifest, target.problem)
     if target.problem is not None and not target.file.exists():
         raise CheckpointError(
             f"checkpoint folder {str(target.folder)!r} is incomplete ({target.problem}) and has no {STATE_FILE} to "
@@ -131,6 +147,157 @@ def inspect(target: Target, *, trusted: bool = False) -> dict[str, Any]:
     }
 
 
+def _raw_manifest(folder: Path) -> dict[str, Any]:
+    """The manifest as written, even when the folder is incomplete (``{}`` when it cannot be read)."""
+    try:
+        raw = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def _file_role(name: str) -> str:
+    """What a file of a sharded checkpoint folder holds, for people."""
+    match = _RANK_FILE.match(name)
+    if match:
+        rank = int(match.group(2))
+        return f"rank {rank}'s pieces" if match.group(1) == "shard" else f"rank {rank}'s RNG states"
+    roles = {
+        MANIFEST_FILE: "manifest: files, sizes, step",
+        dcp.METADATA_FILE: "DCP metadata: every tensor's chunks, where each piece is",
+        STATE_FILE: "replicated state: step, other objects, values",
+    }
+    return roles.get(name, "")
+
+
+def inspect_sharded(folder: Path, manifest: dict[str, Any] | None, problem: str | None = None) -> dict[str, Any]:
+    """Describe a checkpoint folder saved through DCP with ferry's storage, as ``inspect --json`` prints it.
+
+    Reads ``shards.json``, the header of ``state.safetensors`` and the non-tensor values' pieces; no tensor data.
+
+    Args:
+        folder: A sharded Checkpointer step folder, or a folder ``dcp.save`` wrote with ferry's storage.
+        manifest: Its manifest when complete (``None`` when incomplete or absent).
+        problem: Why the folder is incomplete, if it is.
+
+    Returns:
+        :func:`inspect`'s fields, and ``"files"``. ``metadata`` adds ``layout`` (``"sharded"``) and ``world_size``.
+        Each of ``tensors`` has ``"part"``: ``"sharded"`` (with ``"fqn"``, DCP's name, ``"pieces"``, the number of
+        stored pieces, ``"ranks"`` and ``"files"``, the rank files holding them; ``shape`` is the global shape) or
+        ``"replicated"`` (from ``state.safetensors``). ``values`` likewise. Paths are those of the file
+        ``ferry ckpt convert`` makes of the folder. ``files`` is ``[{"name", "bytes", "holds"}]``.
+
+    Raises:
+        CheckpointError: ``shards.json`` is missing, damaged or from a newer ferry.
+    """
+    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+    metadata_doc = dcp.read_metadata(folder)
+    written = manifest or _raw_manifest(folder)
+    payload = (folder / MANIFEST_FILE).exists() or (folder / STATE_FILE).is_file()
+    files: list[dict[str, Any]] = [
+        {"name": path.name, "bytes": path.stat().st_size, "holds": _file_role(path.name)}
+        for path in sorted(folder.iterdir())
+        if path.is_file()
+    ]
+    ranks = {int(m.group(2)) for f in files if (m := _RANK_FILE.match(f["name"]))}
+    metadata: dict[str, Any] = {"complete": problem is None or not payload}
+    if problem is not None and payload:
+        metadata["problem"] = problem
+    metadata["layout"] = "sharded"
+    metadata["world_size"] = written.get("world_size", max(ranks, default=0) + 1)
+    for key in _MANIFEST_KEYS:
+        if key in written:
+            metadata[key] = written[key]
+
+    paths = metadata_doc.planner_data or {}
+    where: dict[str, set[str]] = {}
+    pieces: dict[str, int] = {}
+    for index, stored in (metadata_doc.storage_data or {}).items():
+        where.setdefault(index.fqn, set()).add(stored["file"])
+        pieces[index.fqn] = pieces.get(index.fqn, 0) + 1
+
+    def tree_path(fqn: str) -> str:
+        trail = tuple(paths.get(fqn, (fqn,)))
+        return tree.tensor_name(("objects", *trail) if payload else trail)
+
+    def located(fqn: str) -> dict[str, Any]:
+        names = sorted(where.get(fqn, ()))
+        holders = sorted({int(m.group(2)) for name in names if (m := _RANK_FILE.match(name))})
+        return {"fqn": fqn, "pieces": pieces.get(fqn, 0), "ranks": holders, "files": names}
+
+    tensors: list[dict[str, Any]] = []
+    for fqn, info in metadata_doc.state_dict_metadata.items():
+        if isinstance(info, TensorStorageMetadata):
+            numel = info.size.numel()
+            nbytes = numel * torch.empty(0, dtype=info.properties.dtype).element_size()
+            tensors.append(
+                {
+                    "path": tree_path(fqn),
+                    "shape": list(info.size),
+                    "dtype": str(info.properties.dtype).removeprefix("torch."),
+                    "numel": numel,
+                    "bytes": nbytes,
+                    "part": "sharded",
+                    **located(fqn),
+                }
+            )
+    values: list[dict[str, Any]] = []
+    try:
+        for fqn, value in read_values(folder).items():
+            values.append(
+                {"path": tree_path(fqn), "value": jsonable(value), "repr": short_repr(value), "part": "sharded"}
+                | located(fqn)
+            )
+    except CheckpointError as err:  # a missing or damaged rank file: still show what the metadata says
+        metadata["complete"] = False
+        metadata["problem"] = f"{metadata.get('problem', '')}; {err}".lstrip("; ")
+    if (folder / STATE_FILE).is_file():
+        structure = read_structure(folder / STATE_FILE)
+        if is_payload(structure.obj):
+            step = structure.obj["step"]
+            metadata.setdefault("step", step if isinstance(step, int) else jsonable(step))
+        for path, leaf in flatten(structure.obj):
+            if path in ("objects", "world_size"):  # the sharded objects are above; world_size is in metadata
+                continue
+            if isinstance(leaf, torch.Tensor):
+                tensors.append(
+                    {
+                        "path": path,
+                        "shape": list(leaf.shape),
+                        "dtype": str(leaf.dtype).removeprefix("torch."),
+                        "numel": leaf.numel(),
+                        "bytes": leaf.numel() * leaf.element_size(),
+                        "part": "replicated",
+                        "files": [STATE_FILE],
+                    }
+                )
+            else:
+                values.append({"path": path, "value": jsonable(leaf), "repr": short_repr(leaf), "part": "replicated"})
+    metadata["rng"] = [f["name"] for f in files if f["name"].startswith("rng-")]
+
+    entries: dict[str, dict[str, Any]] = {}
+    total = {"tensors": 0, "params": 0, "bytes": 0}
+    for tensor in tensors:
+        group = entries.setdefault(_group(tensor["path"], payload), {"tensors": 0, "params": 0, "bytes": 0})
+        for counts in (group, total):
+            counts["tensors"] += 1
+            counts["params"] += tensor["numel"]
+            counts["bytes"] += tensor["bytes"]
+    return {
+        "path": str(folder),
+        "file": str(folder / dcp.METADATA_FILE),
+        "kind": SHARDED_KIND if payload else DCP_KIND,
+        "bytes": sum(f["bytes"] for f in files),
+        "metadata": metadata,
+        "tensors": tensors,
+        "values": values,
+        "files": files,
+        "entries": [{"name": name, **counts} for name, counts in entries.items()],
+        "total": total,
+    }
+
+
 def _metadata_text(key: str, value: Any) -> str:
     if key == "metrics" and isinstance(value, dict):
         return ", ".join(f"{name}={number}" for name, number in value.items()) or "none"
@@ -141,6 +308,14 @@ def _metadata_text(key: str, value: Any) -> str:
     if key == "devices" and isinstance(value, (list, tuple)):
         return ", ".join(map(str, value))
     return str(value)
+
+
+def _stored_in(row: dict[str, Any]) -> str:
+    """Where a row of a sharded report lies: ``rank 0, 1 (shard-00000.safetensors, ...)`` or ``state.safetensors``."""
+    if row.get("part") != "sharded":
+        return STATE_FILE
+    ranks = ", ".join(map(str, row["ranks"]))
+    return f"rank{'s' if len(row['ranks']) != 1 else ''} {ranks} ({', '.join(row['files'])})"
 
 
 def _print(report: dict[str, Any]) -> None:
@@ -161,6 +336,7 @@ def _print(report: dict[str, Any]) -> None:
         about.add_row("devices", "not recorded")
     console.print(about)
 
+    sharded = "files" in report  # inspect_sharded's report: where each tensor and value is stored
     if report["tensors"]:
         table = Table(title="Tensors", title_justify="left")
         table.add_column("path", overflow="fold")
@@ -168,16 +344,32 @@ def _print(report: dict[str, Any]) -> None:
         table.add_column("dtype")
         table.add_column("params", justify="right")
         table.add_column("bytes", justify="right")
+        if sharded:
+            table.add_column("pieces", justify="right")
+            table.add_column("stored in", overflow="fold")
         for row in report["tensors"]:
             shape = "[" + ", ".join(map(str, row["shape"])) + "]"
-            table.add_row(Text(row["path"]), shape, row["dtype"], f"{row['numel']:,}", human_bytes(row["bytes"]))
+            cells = [Text(row["path"]), shape, row["dtype"], f"{row['numel']:,}", human_bytes(row["bytes"])]
+            if sharded:
+                cells += [str(row.get("pieces", 1)), Text(_stored_in(row))]
+            table.add_row(*cells)
         console.print(table)
     if report["values"]:
         table = Table(title="Values", title_justify="left")
         table.add_column("path", overflow="fold")
         table.add_column("value", overflow="fold")
+        if sharded:
+            table.add_column("stored in", overflow="fold")
         for row in report["values"]:
-            table.add_row(Text(row["path"]), Text(row["repr"]))
+            table.add_row(Text(row["path"]), Text(row["repr"]), *([Text(_stored_in(row))] if sharded else []))
+        console.print(table)
+    if sharded:
+        table = Table(title="Files", title_justify="left")
+        table.add_column("file", overflow="fold")
+        table.add_column("bytes", justify="right")
+        table.add_column("holds", overflow="fold")
+        for row in report["files"]:
+            table.add_row(Text(row["name"]), human_bytes(row["bytes"]), Text(row["holds"]))
         console.print(table)
     table = Table(title="Entries", title_justify="left", show_footer=True)
     total = report["total"]

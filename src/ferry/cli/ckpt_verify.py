@@ -1,4 +1,9 @@
-"""``ferry ckpt verify PATH``: check a file, a checkpoint folder, or every checkpoint of a run directory."""
+"""``ferry ckpt verify PATH``: check a file, a checkpoint folder, or every checkpoint of a run directory.
+
+A sharded checkpoint folder (saved under ``torch.distributed``) is checked whole: the manifest's sizes, the SHA-256
+of ``shards.json``, every checksum of every file, and that every piece ``shards.json`` places in a rank file is
+there with its shape. A folder written by DCP's own ``FileSystemWriter`` is a finding: its metadata is a pickle.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +13,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ferry.checkpoint import collective, dcp
+from ferry.checkpoint.consolidate import plain_dcp_error
 from ferry.checkpoint.format import verify
 from ferry.checkpoint.store import MANIFEST_FILE, STATE_FILE, read_manifest, scan, stale_temporaries
 from ferry.cli.ckpt_common import (
     KIND_NAMES,
     Meter,
+    flatten,
     human_bytes,
     is_payload,
+    is_sharded,
     meter,
     read_structure,
     run_directory,
@@ -68,37 +77,113 @@ def _file(file: Path, progress: Meter) -> Check:
     return Check(str(file), KIND_NAMES[kind], size, True, _CHECKED[kind])
 
 
+#: What verifying a sharded folder checks, for people.
+_CHECKED_SHARDED = (
+    f"{MANIFEST_FILE}, file sizes, the SHA-256 of {dcp.METADATA_FILE}, every checksum of every file, every piece "
+    "in its rank file, the step"
+)
+_SHARDED_KIND = "Checkpointer checkpoint (sharded)"
+
+
+def _pieces_problem(folder: Path, listed: set[str] | None) -> str | None:
+    """What is wrong with where ``shards.json`` places the pieces: a file not in the manifest, a piece not there.
+
+    Only headers are read (the checksums are :func:`ferry.checkpoint.collective.verify_folder`'s job).
+    """
+    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+    metadata = dcp.read_metadata(folder)
+    by_file: dict[str, list[tuple[Any, dict[str, str]]]] = {}
+    for index, where in (metadata.storage_data or {}).items():
+        by_file.setdefault(where["file"], []).append((index, where))
+    for file, pieces in sorted(by_file.items()):
+        if listed is not None and file not in listed:
+            return f"{dcp.METADATA_FILE} places pieces in {file}, which {MANIFEST_FILE} does not list"
+        if not (folder / file).is_file():
+            return f"{file} is missing: {dcp.METADATA_FILE} places {len(pieces)} pieces there (a rank's file was lost)"
+        stored = dict(flatten(read_structure(folder / file).obj))
+        for index, where in pieces:
+            if where["name"] not in stored:
+                return (
+                    f"{file} lacks the piece {where['name']!r} of {index.fqn!r} that {dcp.METADATA_FILE} places there"
+                )
+            info = metadata.state_dict_metadata.get(index.fqn)
+            if isinstance(info, TensorStorageMetadata) and index.offset is not None:
+                sizes = next((c.sizes for c in info.chunks if tuple(c.offsets) == tuple(index.offset)), None)
+                got = tuple(stored[where["name"]].shape)
+                if sizes is None or tuple(sizes) != got:
+                    return (
+                        f"{file}: the piece {where['name']!r} of {index.fqn!r} has shape {list(got)}, "
+                        f"{dcp.METADATA_FILE} says {None if sizes is None else list(sizes)}"
+                    )
+    return None
+
+
+def _sharded_problem(folder: Path, manifest: dict[str, Any] | None) -> str | None:
+    """What is wrong with the DCP part of ``folder`` (``None`` when it verifies); ``manifest`` is complete or None."""
+    try:
+        if manifest is not None:
+            collective.verify_folder(folder, manifest)
+        else:  # a folder dcp.save wrote with ferry's storage: no manifest, so no SHA-256 to check
+            dcp.read_metadata(folder)
+            for file in sorted(folder.glob("shard-*.safetensors")):
+                verify(file)
+        return _pieces_problem(folder, None if manifest is None else set(manifest["files"]))
+    except (CorruptCheckpointError, UnsafeCheckpointError) as err:
+        return str(err)
+
+
 def _folder(folder: Path, progress: Meter) -> Check:
     """Verify a ``step-<n>`` folder: manifest, file sizes, every checksum, and that it holds the step it names."""
     size = sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
+    if dcp.is_plain_dcp(folder) and not is_sharded(folder):
+        progress.advance(size)
+        return Check(
+            str(folder), "DCP folder (torch FileSystemWriter)", size, False, "nothing: it is unsafe to read",
+            str(plain_dcp_error(folder)),
+        )  # fmt: skip
+    bare = not folder.name.startswith("step-") and not (folder / MANIFEST_FILE).exists()
+    if is_sharded(folder) and bare and not (folder / STATE_FILE).exists():
+        problem = _sharded_problem(folder, None)
+        progress.advance(size)
+        checked = f"{dcp.METADATA_FILE}, every checksum of every file, every piece in its rank file"
+        return Check(str(folder), "DCP folder (ferry storage)", size, problem is None, checked, problem)
     manifest, problem = read_manifest(folder)
-    checked = f"{MANIFEST_FILE}, file sizes, every checksum, the step"
+    sharded = is_sharded(folder) or (manifest or {}).get("layout") == collective.LAYOUT
+    kind = _SHARDED_KIND if sharded else "Checkpointer checkpoint"
+    checked = _CHECKED_SHARDED if sharded else f"{MANIFEST_FILE}, file sizes, every checksum, the step"
     if manifest is None:
         progress.advance(size)
-        return Check(str(folder), "Checkpointer checkpoint", size, False, checked, f"incomplete: {problem}")
-    for name in sorted(manifest["files"]):
+        return Check(str(folder), kind, size, False, checked, f"incomplete: {problem}")
+    if sharded:
+        progress.describe(f"verifying {folder.name}")
+        problem = _sharded_problem(folder, manifest)
+        progress.advance(size)
+        if problem is not None:
+            return Check(str(folder), kind, size, False, checked, problem)
+    for name in [] if sharded else sorted(manifest["files"]):
         check = _file(folder / name, progress)
         if not check.ok:
-            return Check(str(folder), "Checkpointer checkpoint", size, False, checked, check.problem)
+            return Check(str(folder), kind, size, False, checked, check.problem)
     step = manifest.get("step")
     if folder.name.startswith("step-") and step != int(folder.name.removeprefix("step-")):
         return Check(
-            str(folder), "Checkpointer checkpoint", size, False, checked,
+            str(folder), kind, size, False, checked,
             f"the folder is named {folder.name} but its {MANIFEST_FILE} says step {step!r}",
         )  # fmt: skip
     if STATE_FILE in manifest["files"]:
         payload = read_structure(folder / STATE_FILE).obj
         if not is_payload(payload):
             return Check(
-                str(folder), "Checkpointer checkpoint", size, False, checked,
+                str(folder), kind, size, False, checked,
                 f"{STATE_FILE} verifies but is not a Checkpointer checkpoint (no step/objects/values)",
             )  # fmt: skip
         if payload["step"] != step:
             return Check(
-                str(folder), "Checkpointer checkpoint", size, False, checked,
+                str(folder), kind, size, False, checked,
                 f"{MANIFEST_FILE} says step {step!r} but {STATE_FILE} holds step {payload['step']!r}",
             )  # fmt: skip
-    return Check(str(folder), "Checkpointer checkpoint", size, True, checked)
+    return Check(str(folder), kind, size, True, checked)
 
 
 def verify_path(path: Path, progress_console: Any = None) -> tuple[list[Check], list[str]]:
@@ -114,7 +199,9 @@ def verify_path(path: Path, progress_console: Any = None) -> tuple[list[Check], 
     if path.is_file():
         with meter(path.stat().st_size, f"verifying {path.name}", progress_console) as progress:
             return [_file(path, progress)], []
-    if path.is_dir() and ((path / MANIFEST_FILE).exists() or (path / STATE_FILE).exists()):
+    if path.is_dir() and (
+        (path / MANIFEST_FILE).exists() or (path / STATE_FILE).exists() or is_sharded(path) or dcp.is_plain_dcp(path)
+    ):
         folders = [path]
         notes: list[str] = []
     else:

@@ -1,0 +1,242 @@
+"""Loading a sharded checkpoint folder whole, in one process, as one tree (what ``ferry ckpt convert`` writes).
+
+Three kinds of folder hold state saved through ``torch.distributed.checkpoint`` (DCP):
+
+- a sharded :class:`ferry.Checkpointer` step folder (``manifest.json`` with ``"layout": "sharded"``,
+  ``shards.json``, ``shard-<rank>.safetensors``, ``state.safetensors``): loaded as the payload a single-process
+  Checkpointer saves, ``{"step", "objects", "values"}``, the modules' and optimizers' full state_dicts among the
+  ``objects``;
+- a folder written by ``dcp.save`` with ferry's storage (``shards.json`` and shard files, no manifest): loaded as the
+  state_dict that was saved;
+- a folder written by DCP's own ``FileSystemWriter`` (a pickled ``.metadata``): loaded through DCP's reader, which
+  unpickles, so only with ``trusted=True``.
+
+Every tensor is loaded whole, on the CPU: the folder's size must fit in memory. DCP's planner does the resharding,
+so a checkpoint saved by any number of ranks loads here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ferry.checkpoint import collective, dcp, store
+from ferry.checkpoint.format import load
+from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
+
+__all__ = ["is_sharded_folder", "load_sharded_folder", "plain_dcp_error", "read_values"]
+
+
+def is_sharded_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` holds state saved through DCP: ferry's ``shards.json`` or DCP's own ``.metadata``."""
+    return (Path(folder) / dcp.METADATA_FILE).is_file() or dcp.is_plain_dcp(folder)
+
+
+def plain_dcp_error(folder: str | os.PathLike[str]) -> UnsafeCheckpointError:
+    """The error for a folder written by DCP's ``FileSystemWriter`` that ferry was asked to read without trust.
+
+    The message says what the folder is, why ferry does not read it (its ``.metadata`` is a pickle), and the command
+    that converts it once its origin is trusted.
+    """
+    return UnsafeCheckpointError(
+        f"{str(folder)!r} was written by torch.distributed.checkpoint's FileSystemWriter: its "
+        f"{dcp.PLAIN_DCP_METADATA} (and any non-tensor value) is a pickle, which can run arbitrary code when loaded, "
+        "so ferry does not read it. If you trust where it came from, convert it once to a ferry file and use that: "
+        f"ferry ckpt convert --trusted {folder} OUT.safetensors",
+        path=folder,
+    )
+
+
+@contextlib.contextmanager
+def _quiet_dcp() -> Iterator[None]:
+    """Hide DCP's notice that it runs without a process group: loading in one process is the point here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
+        yield
+
+
+def _load_dcp(folder: Path, state_dict: dict[str, Any], reader: Any, planner: Any) -> None:
+    """``dcp.load`` into ``state_dict`` in this process, DCP's exceptions turned into ferry's."""
+    from torch.distributed.checkpoint.api import CheckpointException
+    from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
+
+    try:
+        with _quiet_dcp():
+            dcp_load(state_dict, storage_reader=reader, planner=planner, no_dist=True)
+    except CheckpointException as err:  # raised with no_dist too: the failure of the one "rank"
+        failures = getattr(err, "failures", {}) or {}
+        for failure, _trace in failures.values():
+            if isinstance(failure, CheckpointError):
+                raise failure from None
+        raise CheckpointError(
+            f"reading the sharded checkpoint {str(folder)!r} failed: {err}. Check that it verifies "
+            f"(ferry ckpt verify {folder}).",
+            path=folder,
+        ) from err
+
+
+def _check_manifest(folder: Path) -> dict[str, Any] | None:
+    """The folder's manifest when it has one (checked complete, and ``shards.json`` against its SHA-256).
+
+    Raises:
+        CheckpointError: the manifest lists files that are missing or have another size.
+        CorruptCheckpointError: ``shards.json`` differs from what the manifest recorded.
+    """
+    if not (folder / store.MANIFEST_FILE).exists():
+        return None
+    manifest, problem = store.read_manifest(folder)
+    if manifest is None:
+        raise CheckpointError(
+            f"checkpoint folder {str(folder)!r} is incomplete: {problem}. Restore it from a copy, or use another "
+            "checkpoint (ferry ckpt ls lists them).",
+            path=folder,
+        )
+    expected = (manifest["files"].get(dcp.METADATA_FILE) or {}).get("sha256")
+    if expected is not None and collective.metadata_digest(folder) != expected:
+        raise CorruptCheckpointError(
+            f"{str(folder / dcp.METADATA_FILE)!r} does not have the SHA-256 its manifest recorded: it was changed "
+            "after the checkpoint was saved. Restore the folder from a copy, or use another checkpoint.",
+            path=folder / dcp.METADATA_FILE,
+        )
+    return manifest
+
+
+def _load_plain_dcp(folder: Path) -> dict[str, Any]:
+    from torch.distributed.checkpoint.default_planner import DefaultLoadPlanner
+    from torch.distributed.checkpoint.filesystem import FileSystemReader
+
+    reader = FileSystemReader(str(folder))
+    try:
+        with _quiet_dcp():
+            metadata = reader.read_metadata()
+    except Exception as err:  # an unpickling failure can be any exception
+        raise CorruptCheckpointError(
+            f"cannot read {str(folder / dcp.PLAIN_DCP_METADATA)!r} ({type(err).__name__}: {err}). It is damaged or "
+            "from another torch version; load it with the torch that wrote it.",
+            path=folder,
+        ) from err
+    state_dict = dcp.empty_state_dict(metadata)
+    _load_dcp(folder, state_dict, reader, DefaultLoadPlanner())
+    return state_dict
+
+
+def _numbered(state: Any) -> Any:
+    """An optimizer state keyed by parameter name (DCP's) numbered as ``Optimizer.state_dict()`` numbers it.
+
+    ``Optimizer.state_dict()`` numbers the parameters 0, 1, 2... in the order the param groups list them, and
+    ``Optimizer.load_state_dict`` matches by that order; DCP's ``get_optimizer_state_dict`` lists names in the same
+    order. Anything that is not such an optimizer state (a model's state_dict) comes back as it is.
+    """
+    if not isinstance(state, dict) or state.keys() != {"state", "param_groups"}:
+        return state
+    groups = state["param_groups"]
+    if not isinstance(groups, list) or not all(
+        isinstance(group, dict) and all(isinstance(p, str) for p in group.get("params", [None])) for group in groups
+    ):
+        return state
+    numbers: dict[str, int] = {}
+    for group in groups:
+        for name in group["params"]:
+            numbers.setdefault(name, len(numbers))
+    if not set(state["state"]) <= numbers.keys():
+        return state
+    return {
+        "state": {
+            numbers[name]: value for name, value in sorted(state["state"].items(), key=lambda kv: numbers[kv[0]])
+        },
+        "param_groups": [{**group, "params": [numbers[name] for name in group["params"]]} for group in groups],
+    }
+
+
+def load_sharded_folder(folder: str | os.PathLike[str], *, trusted: bool = False) -> dict[str, Any]:
+    """Load a checkpoint folder saved through DCP whole into this process, as one nested dict of CPU tensors.
+
+    Every piece's checksum is verified as it is read (ferry's storage); ``shards.json`` is checked against the
+    manifest's SHA-256 and ``state.safetensors`` against its checksums.
+
+    Args:
+        folder: A sharded Checkpointer step folder, a folder written by ``dcp.save`` with
+            :class:`ferry.checkpoint.dcp.FerryStorageWriter`, or (``trusted`` only) one written by DCP's own
+            ``FileSystemWriter``.
+        trusted: Read a folder of DCP's ``FileSystemWriter``, unpickling its ``.metadata`` and values (which can run
+            arbitrary code: only for folders whose origin you trust).
+
+    Returns:
+        For a Checkpointer step folder, ``{"step": int, "objects": {name: state}, "values": {name: value}}``: each
+        module's state is its full ``state_dict`` (``{param_name: tensor}``, loadable with
+        ``module.load_state_dict``), each optimizer's is numbered as ``Optimizer.state_dict()`` numbers it (load it
+        with ``optimizer.load_state_dict`` into an optimizer built with the same param groups), the other objects'
+        states are as saved. For other
+        folders, the state_dict that was saved, nested as it was.
+
+    Raises:
+        UnsafeCheckpointError: a folder of DCP's ``FileSystemWriter`` without ``trusted`` (the message gives the
+            command to convert it).
+        CheckpointError: the folder holds no DCP checkpoint, is incomplete, or was written by a newer ferry.
+        CorruptCheckpointError: a file fails its checksum, is missing, or does not match the metadata.
+    """
+    path = Path(folder)
+    if not (path / dcp.METADATA_FILE).is_file():
+        if not dcp.is_plain_dcp(path):
+            raise CheckpointError(
+                f"{str(path)!r} holds no sharded checkpoint (no {dcp.METADATA_FILE}, no {dcp.PLAIN_DCP_METADATA}). "
+                "Pass a step folder saved under torch.distributed, or a folder written by "
+                "torch.distributed.checkpoint.save.",
+                path=path,
+            )
+        if not trusted:
+            raise plain_dcp_error(path)
+        return _load_plain_dcp(path)
+    manifest = _check_manifest(path)
+    state_dict = dcp.empty_state_dict(dcp.read_metadata(path))
+    _load_dcp(path, state_dict, dcp.FerryStorageReader(path), dcp.FerryLoadPlanner())
+    if manifest is None or not (path / store.STATE_FILE).is_file():
+        return state_dict
+    payload = load(path / store.STATE_FILE)
+    if not isinstance(payload, dict) or not {"step", "objects", "values"} <= payload.keys():
+        raise CorruptCheckpointError(
+            f"{str(path / store.STATE_FILE)!r} is not a Checkpointer checkpoint (no step/objects/values). The "
+            "checkpoint is damaged; restore another one.",
+            path=path / store.STATE_FILE,
+        )
+    objects = {**payload["objects"], **{name: _numbered(value) for name, value in state_dict.items()}}
+    return {"step": payload["step"], "objects": dict(sorted(objects.items())), "values": payload["values"]}
+
+
+def read_values(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """The values that are not tensors (an optimizer's ``lr``, ``betas``) of a folder written with ferry's storage.
+
+    Only their pieces are read (each a few bytes, checksummed); tensors are not.
+
+    Returns:
+        ``{fqn: value}`` in the order of ``shards.json``, e.g. ``{"optimizer.param_groups.0.lr": 0.001}``.
+
+    Raises:
+        CheckpointError: as :func:`ferry.checkpoint.dcp.read_metadata`.
+        CorruptCheckpointError: a piece fails its checksum, or a file is missing.
+    """
+    from torch.distributed.checkpoint.metadata import BytesStorageMetadata
+
+    path = Path(folder)
+    metadata = dcp.read_metadata(path)
+    fqns = [fqn for fqn, info in metadata.state_dict_metadata.items() if isinstance(info, BytesStorageMetadata)]
+    if not fqns:
+        return {}
+    only_values = dataclasses.replace(
+        metadata, state_dict_metadata={fqn: metadata.state_dict_metadata[fqn] for fqn in fqns}
+    )
+    state_dict = dcp.empty_state_dict(only_values)
+    _load_dcp(path, state_dict, dcp.FerryStorageReader(path), dcp.FerryLoadPlanner(allow_partial_load=True))
+    paths: Mapping[str, Any] = metadata.planner_data or {}
+    values = {}
+    for fqn in fqns:
+        node: Any = state_dict
+        for key in paths.get(fqn, (fqn,)):
+            node = node[key]
+        values[fqn] = node
+    return values
