@@ -118,10 +118,15 @@ def restore_fsdp(directory):
     return {"step": restored, "epoch": state["epoch"], "lr": optimizer.param_groups[0]["lr"], "local": local, **after}
 
 
-def save_and_restore_fsdp(directory, other):
-    """Save an FSDP2 run to DIR; restore it (same world size) and the checkpoint in OTHER (another world size)."""
+def save_and_restore_fsdp(directory, other, plain):
+    """Save an FSDP2 run to DIR; restore it (same world size), OTHER (another world size) and PLAIN (no torchrun)."""
     saved = save_fsdp(directory)
-    return {"saved": saved, "same": restore_fsdp(directory), "other": restore_fsdp(other)}
+    return {
+        "saved": saved,
+        "same": restore_fsdp(directory),
+        "other": restore_fsdp(other),
+        "plain": restore_fsdp(plain),
+    }
 
 
 def die(directory):
@@ -154,7 +159,7 @@ SCENARIOS = {
     "resume": lambda a: resume(a[0], int(a[1]), int(a[2])),
     "save_fsdp": lambda a: save_fsdp(a[0]),
     "restore_fsdp": lambda a: restore_fsdp(a[0]),
-    "save_and_restore_fsdp": lambda a: save_and_restore_fsdp(a[0], a[1]),
+    "save_and_restore_fsdp": lambda a: save_and_restore_fsdp(a[0], a[1], a[2]),
     "die": lambda a: die(a[0]),
 }
 

@@ -18,6 +18,7 @@ from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.default_planner import DefaultSavePlanner
 from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
+import checkpoint_worker
 import ferry
 from ferry.checkpoint import dcp
 from ferry.errors import CheckpointError, CorruptCheckpointError
@@ -288,13 +289,19 @@ def test_two_rank_ddp_run_resumes_exactly(tmp_path):
 
 @pytest.mark.slow
 def test_fsdp2_checkpoints_reshard_across_world_sizes(tmp_path):
-    one, two = tmp_path / "one-rank", tmp_path / "two-ranks"
+    one, two, plain = tmp_path / "one-rank", tmp_path / "two-ranks", tmp_path / "plain"
+    saved_by_plain = checkpoint_worker.save_fsdp(plain)  # this process, no process group: the plain layout
     saved_by_one = torchrun(1, "save_fsdp", tmp_path, one)[0]
-    ranks = torchrun(2, "save_and_restore_fsdp", tmp_path, two, one)
+    ranks = torchrun(2, "save_and_restore_fsdp", tmp_path, two, one, plain)
     saved_by_two = ranks[0]["saved"]
     for rank in ranks:
         assert rank["saved"] == saved_by_two
-        for restored, expected in ((rank["same"], saved_by_two), (rank["other"], saved_by_one)):  # 2 -> 2, 1 -> 2
+        # 2 -> 2, 1 -> 2, plain process -> 2
+        for restored, expected in (
+            (rank["same"], saved_by_two),
+            (rank["other"], saved_by_one),
+            (rank["plain"], saved_by_plain),
+        ):
             assert (2, 7, 0.01) == (restored["step"], restored["epoch"], restored["lr"])
             assert expected["params"] == restored["params"]
             assert expected["optimizer"] == restored["optimizer"]
@@ -333,3 +340,17 @@ def test_a_rank_dying_mid_save_leaves_the_previous_checkpoint(tmp_path):
             assert 1 == ckpt.restore({"model": model})
     saved = json.loads((directory / "saved-rank0.json").read_text())
     assert saved == [p.detach().flatten().tolist() for p in model.parameters()]
+
+
+def test_read_pieces_reads_any_subset_of_a_file(tmp_path):
+    # big tensors get memory of their own, small neighbours share; a subset leaves gaps between what is read
+    sizes = {"a": 300_000, "b": 10, "c": 700_000, "d": 20, "e": 30, "f": 1_200_000}
+    tensors = {name: torch.arange(n, dtype=torch.float32) * (i + 1) for i, (name, n) in enumerate(sizes.items())}
+    path = tmp_path / "pieces.safetensors"
+    ferry.save(tensors, path)
+    for mask in range(1, 1 << len(tensors)):
+        names = {name for bit, name in enumerate(tensors) if mask >> bit & 1}
+        read = dcp.read_pieces(path, names)
+        assert names == read.keys()
+        for name in names:
+            assert torch.equal(tensors[name], read[name]), (sorted(names), name)

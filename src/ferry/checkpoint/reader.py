@@ -319,11 +319,18 @@ class _Piece:
 
 
 def _plan(regions: Sequence[_Region], data_start: int) -> list[_Piece]:
-    """Cut the regions into pieces of at most ``PIECE`` bytes (and ``_IOV_MAX`` buffers), in file order."""
+    """Cut the regions into pieces of at most ``PIECE`` bytes (and ``_IOV_MAX`` buffers), in file order.
+
+    One piece is one read of consecutive file bytes, so a region that does not start where the previous one ended
+    (a subset of a file's tensors is read: a rank's pieces of a sharded checkpoint) starts a new piece.
+    """
     pieces: list[_Piece] = []
     parts: list[tuple[int, int, int, int]] = []
     offset = filled = 0
     for index, region in enumerate(regions):
+        if parts and index > 0 and region.start != regions[index - 1].end:
+            pieces.append(_Piece(offset, tuple(parts)))
+            parts, filled = [], 0
         start = position = 0
         while start < region.nbytes:
             if not parts:
