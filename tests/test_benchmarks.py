@@ -22,6 +22,7 @@ TO_DEVICE_PEERS = [("accelerate", "accelerate"), ("lightning", "lightning")]
 SAVE_METHODS = ["raw", "ferry", "torch", "torch+fsync", "safetensors", "safetensors+fsync"]
 LOAD_METHODS = ["raw", "ferry", "ferry-noverify", "torch", "safetensors", "safetensors+clone"]
 CHECKPOINTER_METHODS = ["raw", "torch.save", "ferry.save", "ckpt sync", "ckpt async"]
+SHARDED_METHODS = ["ferry 2 ranks", "ferry 1 rank", "dcp 2 ranks"]
 GPU_CHECK_FILES = ["bench.json", "bench.log", "gpu-tests.txt", "machine.txt", "summary.md"]
 GPU_CHECK_MAX_FILES = 6  # what the machine that runs it brings back
 
@@ -106,6 +107,28 @@ def test_bench_checkpointer_quick(tmp_path: Path) -> None:
     assert results["ratios"]["async_block_vs_sync"] > 0
     assert all(isinstance(met, bool) for met in results["targets"].values())
     assert 8 * 2**20 <= report["bytes"] < 12 * 2**20
+
+
+def test_bench_sharded_quick(tmp_path: Path) -> None:
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    out = tmp_path / "sharded.json"
+    script = str(BENCHMARKS / "bench_sharded.py")
+    options = ["--quick", "--device", "cpu", "--repeat", "1", "--dir", str(folder), "--json", str(out)]
+    proc = run_script([sys.executable, script, *options], timeout=180)
+
+    assert 0 == proc.returncode, proc.stderr
+    report = json.loads(out.read_text())
+    assert {} == report["errors"]
+    assert SHARDED_METHODS == list(report["results"]["methods"])
+    for figures in report["results"]["methods"].values():
+        assert figures["median_s"] > 0
+        assert 1 == len(figures["samples_s"])
+        assert figures["values_equal"] is True
+    assert [2, 1, 2] == [figures["ranks"] for figures in report["results"]["methods"].values()]
+    assert all(ratio > 0 for ratio in report["results"]["ratios"].values())
+    assert 4 * 2**20 <= report["bytes"] < 12 * 2**20
+    assert [] == list(folder.iterdir())
 
 
 def test_bench_checkpointer_leaves_no_files(tmp_path: Path) -> None:
