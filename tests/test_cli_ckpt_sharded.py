@@ -317,3 +317,22 @@ def test_load_sharded_folder_errors(plain_dcp, tmp_path):
         load_sharded_folder(plain_dcp)
     with pytest.raises(CheckpointError, match="holds no sharded checkpoint"):
         load_sharded_folder(tmp_path)
+
+
+def test_diff_compares_sharded_checkpoints(capsys, sharded, trained):
+    model, optimizer = trained
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    try:
+        with torch.no_grad():
+            model[0].weight[0, 0] += 0.5
+        ferry.Checkpointer(sharded).save(STEP + 1, {"model": model, "optimizer": optimizer, "epoch": 3})
+    finally:
+        dist.destroy_process_group()
+    later = sharded / f"step-{STEP + 1:09d}"
+    assert 0 == main(["diff", str(_step(sharded)), str(_step(sharded)), "--json"])
+    assert [] == _json(capsys)["changed"]
+    assert 1 == main(["diff", str(_step(sharded)), str(later), "--json"])
+    report = _json(capsys)
+    changed = {row["path"]: row for row in report["changed"]}
+    assert ["objects/model/0.weight", "step"] == sorted(changed)
+    assert 0.5 == pytest.approx(changed["objects/model/0.weight"]["max_abs_diff"])

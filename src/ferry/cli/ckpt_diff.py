@@ -10,8 +10,9 @@ from typing import Any
 
 import torch
 
+from ferry.checkpoint.consolidate import load_sharded_folder
 from ferry.checkpoint.format import load
-from ferry.cli.ckpt_common import flatten, jsonable, resolve, short_repr
+from ferry.cli.ckpt_common import Target, flatten, is_sharded, jsonable, resolve, short_repr
 
 __all__ = ["diff", "diff_main", "max_abs_diff"]
 
@@ -157,11 +158,20 @@ def _print(report: dict[str, Any]) -> None:
     )
 
 
+def _load(target: Target, *, trusted: bool) -> Any:
+    """What ``target`` holds: a sharded folder loaded whole (as ``ferry ckpt convert`` writes it), else its file."""
+    if is_sharded(target.folder):
+        assert target.folder is not None
+        return load_sharded_folder(target.folder)
+    return load(target.file, trusted=trusted)
+
+
 def diff_main(args: argparse.Namespace) -> int:
     """``ferry ckpt diff``: 0 when A and B hold the same entries and values (within ``--atol``), 1 when they differ."""
     targets = [resolve(Path(path)) for path in (args.a, args.b)]
-    a, b = (load(target.file, trusted=args.trusted) for target in targets)
-    report = {"a": str(targets[0].file), "b": str(targets[1].file), **diff(a, b, atol=args.atol)}
+    a, b = (_load(target, trusted=args.trusted) for target in targets)
+    names = [str(target.folder if is_sharded(target.folder) else target.file) for target in targets]
+    report = {"a": names[0], "b": names[1], **diff(a, b, atol=args.atol)}
     if args.json:
         print(json.dumps(report))
     else:
