@@ -23,8 +23,16 @@ SAVE_METHODS = ["raw", "ferry", "torch", "torch+fsync", "safetensors", "safetens
 LOAD_METHODS = ["raw", "ferry", "ferry-noverify", "torch", "safetensors", "safetensors+clone"]
 CHECKPOINTER_METHODS = ["raw", "torch.save", "ferry.save", "ckpt sync", "ckpt async"]
 SHARDED_METHODS = ["ferry 2 ranks", "ferry 1 rank", "dcp 2 ranks"]
-GPU_CHECK_FILES = ["bench.json", "bench.log", "gpu-tests.txt", "machine.txt", "summary.md"]
-GPU_CHECK_MAX_FILES = 6  # what the machine that runs it brings back
+GPU_CHECK_FILES = [
+    "bench.json",
+    "bench.log",
+    "ddp-check.json",
+    "ddp-check.log",
+    "gpu-tests.txt",
+    "machine.txt",
+    "summary.md",
+]
+GPU_CHECK_MAX_FILES = 8  # what the device machine brings back from $OUT
 
 pytestmark = pytest.mark.slow
 
@@ -174,6 +182,10 @@ def test_gpu_check_allow_cpu_writes_its_files(tmp_path: Path) -> None:
     assert checkpointer["results"]["methods"]["ckpt async"]["median_s"] > 0
     summary = (out / "summary.md").read_text()
     assert "GPU tests: ok" in summary
+    ddp = json.loads((out / "ddp-check.json").read_text())
+    assert ddp["ok"], ddp
+    assert all(ddp["checks"].values()), ddp
+    assert "DDP check (2 rank(s), gloo): ok" in summary
     assert "### ferry.to_device" in summary
     assert "### save/load" in summary
     assert "### Checkpointer" in summary

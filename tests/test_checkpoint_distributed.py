@@ -354,3 +354,13 @@ def test_read_pieces_reads_any_subset_of_a_file(tmp_path):
         assert names == read.keys()
         for name in names:
             assert torch.equal(tensors[name], read[name]), (sorted(names), name)
+
+
+def test_save_if_due_shares_a_preemption_in_a_group(group, tmp_path):
+    model, _ = trained()
+    with ferry.Checkpointer(tmp_path, every_seconds=3600) as ckpt:
+        assert not ckpt.save_if_due(1, {"model": model})
+        ckpt._on_signal(15, None)  # as the SIGTERM handler does
+        assert ckpt.save_if_due(2, {"model": model})
+        assert ckpt.preempted
+        assert [2] == ckpt.steps()

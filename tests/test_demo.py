@@ -9,8 +9,31 @@ import pytest
 import torch
 
 from ferry.cli import main
+from ferry.cli.demo import _rank_device_type
+from ferry.errors import ArgumentError
 
 pytest.importorskip("sklearn")
+
+# --nproc N > 1: (--device, environment, torch.cuda.device_count(), N, the ranks' device type)
+NPROC_DEVICES = [
+    (None, {}, 0, 2, "cpu"),
+    (None, {}, 2, 2, "cuda"),
+    (None, {}, 8, 2, "cuda"),
+    ("cpu", {}, 2, 2, "cpu"),
+    ("cuda", {}, 2, 2, "cuda"),
+    (None, {"FERRY_DEVICE": "cpu"}, 2, 4, "cpu"),
+    (None, {"FERRY_DEVICE": "auto"}, 2, 2, "cuda"),
+    ("cpu", {"FERRY_DEVICE": "cuda:0"}, 2, 2, "cpu"),  # --device wins, as in pick_device
+]
+
+# (--device, environment, torch.cuda.device_count(), N, words the message must hold)
+BAD_NPROC_DEVICES = [
+    (None, {}, 1, 2, "--nproc 2 needs 2 CUDA GPUs (one per rank, for nccl) but this machine has 1. Pass --nproc 1"),
+    ("cuda", {}, 0, 2, "torch sees no CUDA GPU here. Pass --device cpu"),
+    ("cuda:1", {}, 2, 2, "--device 'cuda:1' does not fit --nproc 2: every rank takes its own device"),
+    ("meta", {}, 0, 2, "--device 'meta' does not fit"),
+    (None, {"FERRY_DEVICE": "cuda:0"}, 2, 2, "FERRY_DEVICE 'cuda:0' does not fit --nproc 2"),
+]
 
 
 def test_demo_trains_checkpoints_and_reports(tmp_path, capsys):
@@ -109,3 +132,91 @@ def test_demo_errors_are_messages_not_tracebacks(tmp_path, capsys, args, expecte
     args = [str(tmp_path / "file" / "sub") if a == "FILE" else a for a in args]
     assert main(["demo", "--steps", "10", *args]) == 2
     assert expected in capsys.readouterr().err
+
+
+# --- --nproc ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("device", "environ", "gpus", "nproc", "expected"), NPROC_DEVICES)
+def test_nproc_chooses_one_device_type_for_every_rank(device, environ, gpus, nproc, expected):
+    assert expected == _rank_device_type(device, environ, gpus, nproc)
+
+
+@pytest.mark.parametrize(("device", "environ", "gpus", "nproc", "words"), BAD_NPROC_DEVICES)
+def test_nproc_refuses_devices_it_cannot_split(device, environ, gpus, nproc, words):
+    with pytest.raises(ArgumentError) as caught:
+        _rank_device_type(device, environ, gpus, nproc)
+    assert words in str(caught.value)
+
+
+def test_demo_rejects_bad_nproc(capsys):
+    assert main(["demo", "--nproc", "0"]) == 2
+    assert "--nproc (0) must be >= 1" in capsys.readouterr().err
+    assert main(["demo", "--nproc", "2", "--device", "meta"]) == 2  # refused before anything is launched
+    err = capsys.readouterr().err
+    assert "--device 'meta' does not fit --nproc 2" in err
+    assert "Traceback" not in err
+
+
+def _weights(directory):
+    import ferry
+
+    return ferry.load(directory / "model.safetensors")
+
+
+@pytest.mark.slow
+def test_demo_on_two_ranks_resumes_exactly(tmp_path, capfd):
+    # 2 ranks for 100 steps straight vs 2 ranks stopped at step 70 (mid-epoch), then resumed: the same weights
+    a, b = tmp_path / "a", tmp_path / "b"
+    flags = ["demo", "--nproc", "2", "--steps", "100", "--every", "50"]
+    assert main([*flags, "--dir", str(a)]) == 0
+    out = capfd.readouterr().out
+    assert 1 == out.count("ferry demo: training on 2 ranks (cpu, gloo)")  # only rank 0 prints
+    assert "outputs match the trained model" in out
+    assert ["step-000000050", "step-000000100"] == sorted(p.name for p in (a / "checkpoints").iterdir())
+    assert {"rng-00000.safetensors", "rng-00001.safetensors"} <= {p.name for p in (a / "checkpoints").glob("*/*")}
+
+    assert main([*flags, "--dir", str(b), "--stop-at", "70"]) == 0
+    out = capfd.readouterr().out
+    assert "interrupted: saved step 70" in out
+    assert f"ferry demo --dir {b} --steps 100 --nproc 2" in " ".join(out.split())  # rich wraps lines
+    assert main([*flags, "--dir", str(b)]) == 0
+    assert "at step 70" in capfd.readouterr().out
+
+    wa, wb = _weights(a), _weights(b)
+    assert wa.keys() == wb.keys() == build_keys()
+    for key in wa:
+        assert torch.equal(wa[key], wb[key]), key
+
+
+def build_keys():
+    from ferry.cli.demo import build_model
+
+    return build_model().state_dict().keys()
+
+
+@pytest.mark.slow
+def test_demo_on_two_ranks_survives_sigterm_to_the_launcher(tmp_path):
+    command = [sys.executable, "-m", "ferry", "demo", "--nproc", "2", "--steps", "400", "--every", "50"]
+    command += ["--dir", str(tmp_path)]
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "FERRY_DEVICE")}
+    env["PYTHONUNBUFFERED"] = "1"
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    checkpoints = tmp_path / "checkpoints"
+    deadline = time.monotonic() + 120
+    while not (checkpoints.is_dir() and any(p.name.startswith("step-") for p in checkpoints.iterdir())):
+        assert proc.poll() is None, proc.communicate()[0]
+        assert time.monotonic() < deadline, "no checkpoint within 120 s"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out
+    interrupted_at = int(re.search(r"interrupted: saved step (\d+)", out).group(1))
+    assert 50 <= interrupted_at < 400
+    assert [f"step-{interrupted_at:09d}"] == [p.name for p in checkpoints.glob(f"step-*{interrupted_at}")]
+
+    second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert interrupted_at == int(re.search(r"at step (\d+)", second.stdout).group(1))
+    assert float(re.search(r"test accuracy: (\d\.\d+)", second.stdout).group(1)) >= 0.90

@@ -193,7 +193,12 @@ class Checkpointer:
 
     @property
     def preempted(self) -> bool:
-        """Whether SIGTERM, SIGINT or SIGUSR1 arrived (with ``handle_signals=True``): save, then stop the loop."""
+        """Whether SIGTERM, SIGINT or SIGUSR1 arrived (with ``handle_signals=True``): save, then stop the loop.
+
+        Under ``torch.distributed`` :meth:`save_if_due` shares it: once any rank got a signal, the next
+        ``save_if_due`` saves on every rank and makes ``preempted`` true on every rank, so all ranks leave the loop
+        at the same step (a rank that left alone would leave the others waiting in their next collective).
+        """
         return self._signal is not None
 
     def save_if_due(self, step: int, state: Mapping[str, Any], *, metrics: Mapping[str, float] | None = None) -> bool:
@@ -209,8 +214,13 @@ class Checkpointer:
         group = collective.current_group()
         if group is not None and (self.every_seconds is not None or self._old_handlers):
             # Clocks and signals differ between ranks, and every rank must take part in a save: save when any rank
-            # says so. (A step count is the same on every rank, so every_steps alone needs no exchange.)
-            due = any(collective.gather(group, due))
+            # says so, and a signal one rank got preempts every rank (so that all leave the loop together). A step
+            # count is the same on every rank, so every_steps alone needs no exchange.
+            flags = collective.gather(group, (due, self._signal))
+            due = any(rank_due for rank_due, _ in flags)
+            signals = [signum for _, signum in flags if signum is not None]
+            if signals and self._signal is None:
+                self._signal = signals[0]
         if due:
             self.save(step, state, metrics=metrics)
         return due
