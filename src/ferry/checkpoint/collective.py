@@ -19,7 +19,9 @@ Every step that one rank may fail (a full disk, a bad value) ends in an exchange
 together instead of hanging in a collective; a rank that dies leaves its peers' collectives to fail (gloo) or
 torchrun to stop them, and the temporary folder is never committed.
 
-The functions here take what they need from the Checkpointer; ``checkpointer.py`` calls them.
+The functions here take what they need from the Checkpointer; ``checkpointer.py`` calls them. They import
+``torch.distributed.checkpoint`` (through ``dcp.py``) when called, never at import time, so ``import ferry`` stays
+light.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from ferry.checkpoint import dcp, store
+from ferry.checkpoint import store
 from ferry.checkpoint.format import load, save, verify
 from ferry.errors import CheckpointError, CorruptCheckpointError, FerryError
 
@@ -254,6 +256,8 @@ def save_sharded(tmp: Path, group: Group | None, states: dict[str, Any]) -> None
     from torch.distributed.checkpoint.api import CheckpointException
     from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
+    from ferry.checkpoint import dcp
+
     try:
         with _quiet_dcp():
             dcp_save(
@@ -285,6 +289,8 @@ def verify_folder(folder: Path, manifest: Mapping[str, Any]) -> None:
     Raises:
         CorruptCheckpointError: a file fails verification (the message names it).
     """
+    from ferry.checkpoint import dcp
+
     if manifest.get("layout") != LAYOUT:
         verify(folder / store.STATE_FILE)
         return
@@ -296,22 +302,22 @@ def verify_folder(folder: Path, manifest: Mapping[str, Any]) -> None:
 
 
 #: The metadata file of the DCP part, listed in the manifest with its SHA-256.
-METADATA_FILE = dcp.METADATA_FILE
+METADATA_FILE = store.SHARDS_FILE
 
 
 def metadata_digest(folder: Path) -> str:
     """The SHA-256 of ``shards.json`` (hex), recorded in the manifest and checked before the metadata is used."""
-    return hashlib.sha256((folder / dcp.METADATA_FILE).read_bytes()).hexdigest()
+    return hashlib.sha256((folder / METADATA_FILE).read_bytes()).hexdigest()
 
 
 def _check_digest(folder: Path, manifest: Mapping[str, Any]) -> None:
-    expected = (manifest.get("files", {}).get(dcp.METADATA_FILE) or {}).get("sha256")
+    expected = (manifest.get("files", {}).get(METADATA_FILE) or {}).get("sha256")
     got = metadata_digest(folder)
     if got != expected:
         raise CorruptCheckpointError(
-            f"{str(folder / dcp.METADATA_FILE)!r} has SHA-256 {got}, the manifest says {expected}: the metadata of the "
+            f"{str(folder / METADATA_FILE)!r} has SHA-256 {got}, the manifest says {expected}: the metadata of the "
             "sharded checkpoint was changed after it was saved. Restore another checkpoint.",
-            path=folder / dcp.METADATA_FILE,
+            path=folder / METADATA_FILE,
         )
 
 
@@ -325,6 +331,8 @@ def plan_sharded(folder: Path, manifest: Mapping[str, Any], sharded: Sharded) ->
         CheckpointError: the live modules have keys or shapes the checkpoint lacks (the message lists them).
         CorruptCheckpointError: ``shards.json`` does not match the manifest's checksum or is malformed.
     """
+    from ferry.checkpoint import dcp
+
     _check_digest(folder, manifest)
     metadata = dcp.read_metadata(folder)
     live = sharded.state_dicts()
@@ -341,6 +349,8 @@ def read_sharded(folder: Path, group: Group | None, targets: dict[str, Any]) -> 
     """
     from torch.distributed.checkpoint.api import CheckpointException
     from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
+
+    from ferry.checkpoint import dcp
 
     try:
         with _quiet_dcp():

@@ -58,7 +58,7 @@ from torch.distributed.checkpoint.storage import StorageReader, StorageWriter, W
 from torch.futures import Future
 
 from ferry.checkpoint import format as ferry_format
-from ferry.checkpoint import reader, tree, writer
+from ferry.checkpoint import reader, store, tree, writer
 from ferry.checkpoint.atomic import atomic_file
 from ferry.checkpoint.layout import Blob
 from ferry.errors import CheckpointError, CorruptCheckpointError
@@ -75,7 +75,7 @@ __all__ = [
     "shard_file",
 ]
 
-METADATA_FILE = "shards.json"
+METADATA_FILE = store.SHARDS_FILE
 METADATA_FORMAT = "ferry.dcp"
 METADATA_VERSION = 1
 #: What DCP's own FileSystemWriter names its (pickled) metadata file.

@@ -22,6 +22,7 @@ __all__ = [
     "MANIFEST_FILE",
     "MANIFEST_FORMAT",
     "MANIFEST_VERSION",
+    "SHARDS_FILE",
     "STATE_FILE",
     "CheckpointEntry",
     "RetentionPolicy",
@@ -35,6 +36,8 @@ __all__ = [
 ]
 
 STATE_FILE = "state.safetensors"
+#: The DCP metadata of a sharded checkpoint (ferry.checkpoint.dcp), as JSON.
+SHARDS_FILE = "shards.json"
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = "ferry.checkpoint"
 MANIFEST_VERSION = 1
