@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import torch
@@ -118,6 +119,23 @@ def restore_fsdp(directory):
     return {"step": restored, "epoch": state["epoch"], "lr": optimizer.param_groups[0]["lr"], "local": local, **after}
 
 
+def buffers_warning(directory):
+    """FSDP2 with BatchNorm and tied weights; each rank its own batch, so the running statistics differ."""
+    torch.manual_seed(0)
+    embedding = nn.Embedding(10, 4)
+    head = nn.Linear(4, 10, bias=False)
+    head.weight = embedding.weight  # tied
+    wrapped = ferry.distributed.wrap(nn.Sequential(embedding, nn.BatchNorm1d(4), head), strategy="fsdp")
+    optimizer = torch.optim.SGD(wrapped.parameters(), lr=0.1)
+    torch.manual_seed(10 + dist.get_rank())
+    wrapped(torch.randint(0, 10, (8,))).sum().backward()
+    optimizer.step()
+    with warnings.catch_warnings(record=True) as caught, ferry.Checkpointer(directory) as ckpt:
+        warnings.simplefilter("always")
+        ckpt.save(1, {"model": wrapped, "optimizer": optimizer})
+    return [str(w.message) for w in caught if issubclass(w.category, ferry.CheckpointWarning)]
+
+
 def save_and_restore_fsdp(directory, other, plain):
     """Save an FSDP2 run to DIR; restore it (same world size), OTHER (another world size) and PLAIN (no torchrun)."""
     saved = save_fsdp(directory)
@@ -126,6 +144,7 @@ def save_and_restore_fsdp(directory, other, plain):
         "same": restore_fsdp(directory),
         "other": restore_fsdp(other),
         "plain": restore_fsdp(plain),
+        "buffers_warning": buffers_warning(f"{directory}-bn"),
     }
 
 
@@ -140,6 +159,10 @@ def die(directory):
     Path(directory, f"saved-rank{dist.get_rank()}.json").write_text(json.dumps(saved))
     dist.barrier()
     step(wrapped, optimizer)
+    try:  # the ranks disagree on the step: every rank refuses, nothing is written
+        ckpt.save(5 + dist.get_rank(), {"model": wrapped, "optimizer": optimizer})
+    except ferry.CheckpointError as err:
+        Path(directory, f"mismatch-rank{dist.get_rank()}.txt").write_text(str(err))
     if dist.get_rank() == 1:
         from ferry.checkpoint import dcp
 

@@ -306,6 +306,10 @@ def test_fsdp2_checkpoints_reshard_across_world_sizes(tmp_path):
             assert expected["params"] == restored["params"]
             assert expected["optimizer"] == restored["optimizer"]
     assert [[32, 8, 48, 3, 6, 1], [32, 8, 48, 3, 0, 0]] == [rank["same"]["local"] for rank in ranks]
+    # tied weights shard together; BatchNorm statistics that differ between ranks are reported once, by rank 0
+    warned, quiet = ranks[0]["buffers_warning"], ranks[1]["buffers_warning"]
+    assert ([], 1) == (quiet, len(warned))
+    assert "the buffers ['model.1.running_mean', 'model.1.running_var'] differ between ranks" in warned[0]
     assert 2 == len(list((two / "step-000000002").glob("shard-*.safetensors")))  # each rank wrote its shards
     for rank in torchrun(4, "restore_fsdp", tmp_path, two):  # 2 -> 4
         assert saved_by_two["params"] == rank["params"]
@@ -332,6 +336,9 @@ def test_a_rank_dying_mid_save_leaves_the_previous_checkpoint(tmp_path):
     done = torchrun(2, "die", tmp_path, directory, check=False)
     assert 0 != done.returncode
     assert "exitcode  : 17" in done.stderr  # rank 1 died in the middle of writing step 2
+    for rank in range(2):  # before that, the ranks passed different steps to one save: both refused
+        message = (directory / f"mismatch-rank{rank}.txt").read_text()
+        assert "the ranks passed different step (rank 0: 5; rank 1: 6)" in message
     with ferry.Checkpointer(directory) as ckpt:  # also removes what the dead save left
         assert [1] == ckpt.steps()
         assert not [p for p in directory.iterdir() if ".ferry-tmp-" in p.name]
@@ -364,3 +371,20 @@ def test_save_if_due_shares_a_preemption_in_a_group(group, tmp_path):
         assert ckpt.save_if_due(2, {"model": model})
         assert ckpt.preempted
         assert [2] == ckpt.steps()
+
+
+def test_fsdp2_wrap_shards_tied_weights_together_and_saves_them(group, tmp_path):
+    torch.manual_seed(0)
+    embedding, head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)
+    head.weight = embedding.weight
+    model = ferry.distributed.wrap(nn.Sequential(embedding, nn.ReLU(), head), strategy="fsdp")
+    assert model[0].weight is model[2].weight
+    model(torch.arange(3)).sum().backward()  # sharded one by one, this forward would raise
+    with ferry.Checkpointer(tmp_path) as ckpt:
+        ckpt.save(1, {"model": model})
+        fresh_embedding, fresh_head = nn.Embedding(10, 4), nn.Linear(4, 10, bias=False)
+        fresh_head.weight = fresh_embedding.weight
+        fresh = nn.Sequential(fresh_embedding, nn.ReLU(), fresh_head)
+        assert 1 == ckpt.restore({"model": fresh})
+    assert torch.equal(model[0].weight.full_tensor(), fresh[0].weight)
+    assert fresh[0].weight is fresh[2].weight

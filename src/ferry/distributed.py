@@ -263,8 +263,9 @@ def wrap(model: nn.Module, *, strategy: str = "ddp") -> nn.Module:
     - ``"ddp"``: returns ``torch.nn.parallel.DistributedDataParallel(model)`` (with ``device_ids=[index]`` on an
       accelerator); gradients are all-reduced in ``backward``. The original module is ``wrapped.module``.
     - ``"fsdp"``: FSDP2, as the PyTorch FSDP2 tutorial does: ``torch.distributed.fsdp.fully_shard`` on each direct
-      child module that holds parameters, then on ``model``; returns ``model`` itself, its parameters now
-      ``DTensor`` shards over all ranks.
+      child module that holds parameters (children sharing a parameter, such as an embedding tied to the output
+      layer, in one call together), then on ``model``; returns ``model`` itself, its parameters now ``DTensor``
+      shards over all ranks.
 
     In a single process (no process group) it returns the placed ``model``, unwrapped, whatever ``strategy``.
 
@@ -312,11 +313,36 @@ def wrap(model: nn.Module, *, strategy: str = "ddp") -> nn.Module:
         return DistributedDataParallel(model, device_ids=device_ids)
     from torch.distributed.fsdp import fully_shard
 
-    for child in model.children():
-        if any(True for _ in child.parameters()):
-            fully_shard(child)
+    for group in _sharing_groups(model):
+        fully_shard(group[0] if len(group) == 1 else group)
     fully_shard(model)
     return model
+
+
+def _sharing_groups(model: nn.Module) -> list[list[nn.Module]]:
+    """The direct children of ``model`` that hold parameters, those sharing a parameter (tied weights) together.
+
+    FSDP2 needs modules that share a parameter in one ``fully_shard`` call (``fully_shard([a, b])``); sharding them
+    one by one fails at the first forward.
+    """
+    children = [child for child in model.children() if any(True for _ in child.parameters())]
+    owner = list(range(len(children)))  # union-find over the children
+
+    def root(i: int) -> int:
+        while owner[i] != i:
+            owner[i] = owner[owner[i]]
+            i = owner[i]
+        return i
+
+    first: dict[int, int] = {}
+    for index, child in enumerate(children):
+        for param in child.parameters():
+            seen = first.setdefault(id(param), index)
+            owner[root(index)] = root(seen)
+    groups: dict[int, list[nn.Module]] = {}
+    for index, child in enumerate(children):
+        groups.setdefault(root(index), []).append(child)
+    return list(groups.values())
 
 
 def _is_fsdp(model: nn.Module) -> bool:

@@ -134,6 +134,7 @@ class Checkpointer:
         self._last_save_time = time.monotonic()
         self._last_saved_step: int | None = None
         self._signal: int | None = None
+        self._agreed_signal: int | None = None  # under torch.distributed: a signal every rank knows of
         self._old_handlers: dict[int, Any] = {}
         self._snapshotter = Snapshotter()
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
@@ -141,6 +142,7 @@ class Checkpointer:
         self._deleter = Deleter(self.directory)
         self._closed = False
         self._warned_async = False
+        self._warned_buffers = False
         if _launch_rank() == 0:  # under torchrun only rank 0 changes the folder's structure
             self._clean_leftovers()
         if handle_signals:
@@ -195,32 +197,36 @@ class Checkpointer:
     def preempted(self) -> bool:
         """Whether SIGTERM, SIGINT or SIGUSR1 arrived (with ``handle_signals=True``): save, then stop the loop.
 
-        Under ``torch.distributed`` :meth:`save_if_due` shares it: once any rank got a signal, the next
-        ``save_if_due`` saves on every rank and makes ``preempted`` true on every rank, so all ranks leave the loop
-        at the same step (a rank that left alone would leave the others waiting in their next collective).
+        Under ``torch.distributed`` it turns true in :meth:`save_if_due`, on every rank at once: a signal that one
+        rank got is exchanged there, every rank saves that step, and from then on ``preempted`` is true everywhere,
+        so all ranks leave the loop at the same step (a rank that left alone would leave the others waiting in
+        their next collective). Call ``save_if_due`` every step for it to turn true.
         """
+        if collective.current_group() is not None:
+            return self._agreed_signal is not None
         return self._signal is not None
 
     def save_if_due(self, step: int, state: Mapping[str, Any], *, metrics: Mapping[str, float] | None = None) -> bool:
         """Save if ``every_steps`` or ``every_seconds`` says so, or a preemption signal is pending; return whether.
 
-        Call it once per step, after the optimizer step. A step already saved is not saved twice.
+        Call it once per step, after the optimizer step. A step already saved is not saved twice. Under
+        ``torch.distributed`` every rank calls it, with the same step; it saves on every rank when any rank is due.
         """
         if step == self._last_saved_step:
             return False
-        due = self.preempted
+        due = self._signal is not None
         due = due or (self.every_steps is not None and step % self.every_steps == 0)
         due = due or (self.every_seconds is not None and time.monotonic() - self._last_save_time >= self.every_seconds)
         group = collective.current_group()
         if group is not None and (self.every_seconds is not None or self._old_handlers):
             # Clocks and signals differ between ranks, and every rank must take part in a save: save when any rank
-            # says so, and a signal one rank got preempts every rank (so that all leave the loop together). A step
-            # count is the same on every rank, so every_steps alone needs no exchange.
+            # says so, and a signal one rank got preempts every rank. A step count is the same on every rank, so
+            # every_steps alone needs no exchange.
             flags = collective.gather(group, (due, self._signal))
             due = any(rank_due for rank_due, _ in flags)
             signals = [signum for _, signum in flags if signum is not None]
-            if signals and self._signal is None:
-                self._signal = signals[0]
+            if signals and self._agreed_signal is None:
+                self._agreed_signal = signals[0]
         if due:
             self.save(step, state, metrics=metrics)
         return due
@@ -301,6 +307,8 @@ class Checkpointer:
             )
         final = self.path_for(step)
         what = f"saving step {step} to {str(final)!r}"
+        collective.check_same_call(group, what=what, where=final, step=step, names=sorted(state))
+        self._check_buffers(group, state)
 
         def prepare() -> tuple[str, int] | None:
             if group.rank != 0:
@@ -371,6 +379,25 @@ class Checkpointer:
         if not_durable is not None:
             raise CheckpointError(not_durable, path=final)
         return final
+
+    def _check_buffers(self, group: collective.Group, state: Mapping[str, Any]) -> None:
+        """Warn (once, rank 0) when FSDP2 modules' buffers differ between ranks: only rank 0's copy is saved."""
+        if self._warned_buffers:
+            return
+        digests = collective.gather(group, collective.buffer_digest(state))
+        differ = sorted(key for key, value in digests[0].items() if any(d.get(key) != value for d in digests[1:]))
+        if differ:
+            self._warned_buffers = True
+            if group.rank == 0:
+                warnings.warn(
+                    f"the buffers {differ[:5]}{' ...' if len(differ) > 5 else ''} differ between ranks: FSDP2 does "
+                    "not keep buffers (BatchNorm running statistics) in step across ranks, and the checkpoint keeps "
+                    "rank 0's copy, which every rank gets back on restore, so those ranks do not resume bit for bit. "
+                    "Use nn.SyncBatchNorm.convert_sync_batchnorm(model) before wrapping, or DDP, for buffers that "
+                    "agree.",
+                    CheckpointWarning,
+                    stacklevel=4,
+                )
 
     def wait(self) -> None:
         """Wait for the async save in flight, if any, and for the deletion of pruned checkpoints.
@@ -665,6 +692,7 @@ class Checkpointer:
             CorruptCheckpointError: the checkpoint of ``step`` fails verification, or every checkpoint does.
         """
         group = collective.current_group()
+        collective.check_same_call(group, what="restore", where=self.directory, step=step, names=sorted(state))
         folders = self._restore_candidates(step, group)
         first_error: CorruptCheckpointError | None = None
         for folder in folders:

@@ -50,6 +50,8 @@ __all__ = [
     "apply_full",
     "apply_sharded",
     "broadcast",
+    "buffer_digest",
+    "check_same_call",
     "current_group",
     "gather",
     "local_tensors",
@@ -158,6 +160,41 @@ def agree(group: Group | None, work: Callable[[], _T], *, what: str, where: Path
     raise kind(
         f"{what} failed on rank {rank} (of {group.world_size}): {text} Every rank stops here.", path=where
     ) from error
+
+
+def check_same_call(group: Group | None, *, what: str, where: Path, **fields: Any) -> None:
+    """Every rank passed the same ``fields`` (the step, the names in ``state``) to a collective call.
+
+    Raises:
+        CheckpointError: on every rank, when some rank passed other values (the message lists each rank's).
+    """
+    if group is None:
+        return
+    seen = gather(group, fields)
+    for key, value in fields.items():
+        values = [rank_fields[key] for rank_fields in seen]
+        if any(other != value for other in values):
+            shown = "; ".join(f"rank {rank}: {other!r}" for rank, other in enumerate(values))
+            raise CheckpointError(
+                f"{what}: the ranks passed different {key} ({shown}). Under torch.distributed every rank calls "
+                f"save and restore together, with the same {key}; nothing was written or changed.",
+                path=where,
+            )
+
+
+def buffer_digest(state: Mapping[str, Any]) -> dict[str, float]:
+    """A sum per floating-point buffer of the FSDP2 (DTensor) modules in ``state``, to compare across ranks.
+
+    FSDP2 shards parameters but leaves buffers (BatchNorm running statistics) to each rank, so they drift apart;
+    DDP broadcasts rank 0's before each forward, so they need no check there.
+    """
+    digest: dict[str, float] = {}
+    for name, module in state.items():
+        if isinstance(module, nn.Module) and _has_dtensors(module):
+            for key, buffer in module.named_buffers():
+                if buffer.is_floating_point() and not callable(getattr(buffer, "to_local", None)):
+                    digest[f"{name}.{key}"] = float(buffer.detach().double().sum())
+    return digest
 
 
 def broadcast(group: Group | None, value: _T) -> _T:
