@@ -74,12 +74,9 @@ def test_demo_resume_is_exact(tmp_path, capsys):
         assert (wa[key] == wb[key]).all(), key
 
 
-@pytest.mark.slow
-def test_demo_survives_sigterm_and_resumes(tmp_path):
-    command = [sys.executable, "-m", "ferry", "demo", "--steps", "3000", "--every", "50", "--dir", str(tmp_path)]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def sigterm_after_first_checkpoint(command, env, checkpoints):
+    """Start ``command``, send it SIGTERM once a step folder exists in ``checkpoints``; its output and process."""
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    checkpoints = tmp_path / "checkpoints"
     deadline = time.monotonic() + 120
     while not (checkpoints.is_dir() and any(p.name.startswith("step-") for p in checkpoints.iterdir())):
         assert proc.poll() is None, proc.communicate()[0]
@@ -87,6 +84,14 @@ def test_demo_survives_sigterm_and_resumes(tmp_path):
         time.sleep(0.01)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
+    return out, proc
+
+
+@pytest.mark.slow
+def test_demo_survives_sigterm_and_resumes(tmp_path):
+    command = [sys.executable, "-m", "ferry", "demo", "--steps", "3000", "--every", "50", "--dir", str(tmp_path)]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    out, proc = sigterm_after_first_checkpoint(command, env, tmp_path / "checkpoints")
     assert proc.returncode == 0, out
     assert "interrupted: saved step" in out
     assert "Run the same command again to resume" in out
@@ -201,15 +206,8 @@ def test_demo_on_two_ranks_survives_sigterm_to_the_launcher(tmp_path):
     command += ["--dir", str(tmp_path)]
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "FERRY_DEVICE")}
     env["PYTHONUNBUFFERED"] = "1"
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     checkpoints = tmp_path / "checkpoints"
-    deadline = time.monotonic() + 120
-    while not (checkpoints.is_dir() and any(p.name.startswith("step-") for p in checkpoints.iterdir())):
-        assert proc.poll() is None, proc.communicate()[0]
-        assert time.monotonic() < deadline, "no checkpoint within 120 s"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=120)
+    out, proc = sigterm_after_first_checkpoint(command, env, checkpoints)
     assert proc.returncode == 0, out
     assert "Traceback" not in out
     interrupted_at = int(re.search(r"interrupted: saved step (\d+)", out).group(1))

@@ -364,15 +364,7 @@ class Checkpointer:
         except BaseException as err:
             if group.rank == 0:
                 shutil.rmtree(tmp, ignore_errors=True)
-            if isinstance(err, OSError):
-                raise CheckpointError(
-                    f"{what} failed: {err}. The previous checkpoints are untouched; free disk space or fix "
-                    "permissions and save again.",
-                    path=final,
-                ) from err
-            if isinstance(err, CheckpointError):
-                raise type(err)(f"{what} failed; the previous checkpoints are untouched. {err}", path=final) from err
-            raise
+            raise _save_failed(err, what, final) from err
         self._last_save_time = time.monotonic()
         self._last_saved_step = step
         self._warn_failed_deletions()
@@ -514,18 +506,7 @@ class Checkpointer:
             parked = self._commit(tmp, final)
         except BaseException as err:
             shutil.rmtree(tmp, ignore_errors=True)
-            if isinstance(err, OSError):
-                raise CheckpointError(
-                    f"saving step {step} to {str(final)!r} failed: {err}. The previous checkpoints are untouched; "
-                    "free disk space or fix permissions and save again.",
-                    path=final,
-                ) from err
-            if isinstance(err, CheckpointError):
-                raise type(err)(
-                    f"saving step {step} to {str(final)!r} failed; the previous checkpoints are untouched. {err}",
-                    path=final,
-                ) from err
-            raise
+            raise _save_failed(err, f"saving step {step} to {str(final)!r}", final) from err
         # Committed: from here on the step is saved, whatever fails.
         not_durable = self._sync_commit(step, final)
         if parked is not None:
@@ -901,6 +882,19 @@ class _Prepared:
     rng: Any
     sharded: collective.Sharded | None
     loaded: dict[str, Any] | None
+
+
+def _save_failed(err: BaseException, what: str, final: Path) -> BaseException:
+    """The error to raise for a save that failed before its commit: OS errors and ferry's say so; others as they are."""
+    if isinstance(err, OSError):
+        return CheckpointError(
+            f"{what} failed: {err}. The previous checkpoints are untouched; free disk space or fix permissions and "
+            "save again.",
+            path=final,
+        )
+    if isinstance(err, CheckpointError):
+        return type(err)(f"{what} failed; the previous checkpoints are untouched. {err}", path=final)
+    return err
 
 
 def _ranks(count: int) -> str:

@@ -290,21 +290,35 @@ def save_sharded(tmp: Path, group: Group | None, states: dict[str, Any]) -> None
     Raises:
         CheckpointError: a rank failed to write (the message names it).
     """
-    from torch.distributed.checkpoint.api import CheckpointException
     from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
     from ferry.checkpoint import dcp
 
+    storage = {"storage_writer": dcp.FerryStorageWriter(tmp), "planner": dcp.FerrySavePlanner()}
+    _call_dcp(dcp_save, states, storage, group, what="writing the sharded state", where=tmp)
+
+
+def _call_dcp(
+    call: Callable[..., Any],
+    states: dict[str, Any],
+    storage: dict[str, Any],
+    group: Group | None,
+    *,
+    what: str,
+    where: Path,
+) -> None:
+    """``dcp.save``/``dcp.load`` of ``states`` with ``storage`` (writer or reader, planner); one rank without a group.
+
+    Raises:
+        CheckpointError: DCP's CheckpointException, as :func:`_from_dcp` turns it into ferry's error.
+    """
+    from torch.distributed.checkpoint.api import CheckpointException
+
     try:
         with _quiet_dcp():
-            dcp_save(
-                states,
-                storage_writer=dcp.FerryStorageWriter(tmp),
-                planner=dcp.FerrySavePlanner(),
-                no_dist=group is None or not group.distributed,
-            )
+            call(states, **storage, no_dist=group is None or not group.distributed)
     except CheckpointException as err:
-        raise _from_dcp(err, "writing the sharded state", tmp) from None
+        raise _from_dcp(err, what, where) from None
 
 
 def _from_dcp(err: BaseException, what: str, where: Path) -> CheckpointError:
@@ -384,21 +398,12 @@ def read_sharded(folder: Path, group: Group | None, targets: dict[str, Any]) -> 
         CorruptCheckpointError: a piece fails its checksum, or a file is missing (on any rank: all raise).
         CheckpointError: another failure on some rank.
     """
-    from torch.distributed.checkpoint.api import CheckpointException
     from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 
     from ferry.checkpoint import dcp
 
-    try:
-        with _quiet_dcp():
-            dcp_load(
-                targets,
-                storage_reader=dcp.FerryStorageReader(folder),
-                planner=dcp.FerryLoadPlanner(),
-                no_dist=group is None or not group.distributed,
-            )
-    except CheckpointException as err:
-        raise _from_dcp(err, "reading the sharded state", folder) from None
+    storage = {"storage_reader": dcp.FerryStorageReader(folder), "planner": dcp.FerryLoadPlanner()}
+    _call_dcp(dcp_load, targets, storage, group, what="reading the sharded state", where=folder)
 
 
 def apply_sharded(sharded: Sharded, loaded: Mapping[str, Any]) -> None:

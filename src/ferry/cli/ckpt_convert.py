@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,26 +74,14 @@ def convert(source: Path, out: Path, *, trusted: bool = False, force: bool = Fal
         _check_out(out, force)
         folder, kind = sharded
         size = sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
-        with meter(2 * size, f"loading {folder.name}") as progress:
-            obj = load_sharded_folder(folder, trusted=trusted)
-            progress.advance(size)
-            progress.describe(f"writing {out.name}")
-            save(obj, out)
-            verify(out)
-            progress.advance(size)
+        obj = _rewrite(folder.name, size, lambda: load_sharded_folder(folder, trusted=trusted), out)
         tensors = sum(isinstance(leaf, torch.Tensor) for _, leaf in flatten(obj))
         return {"input": str(folder), "output": str(out), "input_kind": kind, "tensors": tensors,
                 "bytes": out.stat().st_size}  # fmt: skip
     file = resolve(source).file
     _check_out(out, force)
     kind, size = sniff(file)
-    with meter(2 * size, f"loading {file.name}") as progress:
-        obj = load(file, trusted=trusted)
-        progress.advance(size)
-        progress.describe(f"writing {out.name}")
-        save(obj, out)
-        verify(out)
-        progress.advance(size)
+    obj = _rewrite(file.name, size, lambda: load(file, trusted=trusted), out)
     tensors = sum(isinstance(leaf, torch.Tensor) for _, leaf in flatten(obj))
     return {
         "input": str(file),
@@ -101,6 +90,18 @@ def convert(source: Path, out: Path, *, trusted: bool = False, force: bool = Fal
         "tensors": tensors,
         "bytes": out.stat().st_size,
     }
+
+
+def _rewrite(name: str, size: int, read: Callable[[], Any], out: Path) -> Any:
+    """``read()`` the input (``size`` bytes, called ``name``), save it to ``out`` and verify it, with a progress bar."""
+    with meter(2 * size, f"loading {name}") as progress:
+        obj = read()
+        progress.advance(size)
+        progress.describe(f"writing {out.name}")
+        save(obj, out)
+        verify(out)
+        progress.advance(size)
+    return obj
 
 
 def convert_main(args: argparse.Namespace) -> int:
