@@ -1,11 +1,17 @@
-"""What the benchmarks share: the machine and library record, the --device and --json options."""
+"""What the benchmarks share: the machine and library record, the --device and --json options, the run folder."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -75,3 +81,37 @@ def write_json(report: dict[str, Any], path: Path | None) -> None:
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(report, indent=2) + "\n")
+
+
+def print_errors(errors: dict[str, str]) -> None:
+    """End a benchmark's markdown: one line per method that failed, then a blank line."""
+    for what, err in errors.items():
+        print(f"- {what}: {err}")
+    print()
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def run_folder(directory: Path | None, *, prefix: str, needed: int) -> Iterator[Path]:
+    """A fresh folder for one run's files, under ``directory`` (default: the repo's git-ignored build/), removed after.
+
+    Exits with status 2 when ``directory``'s disk has less than ``needed`` bytes free. SIGTERM (what ``timeout``
+    sends) becomes SystemExit, so the folder is removed then too; build/ itself is removed if the run left it empty.
+    """
+    parent = directory if directory is not None else REPO / "build"
+    parent.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(parent).free
+    if free < needed:
+        print(f"{parent}: {free / 2**30:.1f} GiB free, the run needs ~{needed / 2**30:.1f}.", file=sys.stderr)
+        raise SystemExit(2)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        if directory is None:
+            with contextlib.suppress(OSError):
+                parent.rmdir()  # only if empty: build/ may hold other things

@@ -29,15 +29,11 @@ least 80 % of raw's throughput and take at most half of torch.save's time.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import gc
 import os
-import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,7 +43,6 @@ import _machine
 import torch
 from bench_save_load import filesystem, in_turn, make_state_dict, nbytes
 
-REPO = Path(__file__).resolve().parents[1]
 METHODS = ("raw", "torch.save", "ferry.save", "ckpt sync", "ckpt async")
 DURABLE = {"raw": True, "torch.save": False, "ferry.save": True, "ckpt sync": True, "ckpt async": True}
 
@@ -237,9 +232,7 @@ def print_markdown(report: dict[str, Any]) -> None:
         f"ferry.save time / torch.save = {fmt(q['ferry_save_time_vs_torch_save'])} (<= 0.50: "
         f"{met(t['ferry_save_at_least_2x_torch_save'])})."
     )
-    for what, err in report["errors"].items():
-        print(f"- {what}: {err}")
-    print()
+    _machine.print_errors(report["errors"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -254,16 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     model = {name: t.to(device) for name, t in make_state_dict(size_bytes).items()}
     state = {"model": model, "marker": torch.zeros(1024, device=device)}
     size = nbytes(model) + nbytes({"marker": state["marker"]})
-    parent = args.dir if args.dir is not None else REPO / "build"
-    parent.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(parent).free
-    if free < 8 * size:
-        print(f"{parent}: {free / 2**30:.1f} GiB free, the run needs ~{8 * size / 2**30:.1f}.", file=sys.stderr)
-        return 2
-    # `timeout` sends SIGTERM: turn it into SystemExit so the finally below still removes the files.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    folder = Path(tempfile.mkdtemp(prefix="bench-checkpointer-", dir=parent))
-    try:
+    with _machine.run_folder(args.dir, prefix="bench-checkpointer-", needed=8 * size) as folder:
         times, commits, checked, errors = run(state, folder, args.repeat, args.warmup)
         report = {
             "benchmark": "checkpointer",
@@ -279,11 +263,6 @@ def main(argv: list[str] | None = None) -> int:
             "results": summarize(times, commits, checked, size),
             "errors": errors,
         }
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        if args.dir is None:
-            with contextlib.suppress(OSError):
-                parent.rmdir()  # only if empty: build/ may hold other things
     print_markdown(report)
     _machine.write_json(report, args.json)
     return 0

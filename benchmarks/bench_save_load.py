@@ -48,11 +48,8 @@ import gc
 import math
 import mmap
 import os
-import shutil
-import signal
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,7 +58,6 @@ from typing import Any
 import _machine
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
 SAVE_METHODS = ("raw", "ferry", "torch", "torch+fsync", "safetensors", "safetensors+fsync")
 LOAD_METHODS = ("raw", "ferry", "ferry-noverify", "torch", "safetensors", "safetensors+clone")
 #: Load methods that read the file another method saved.
@@ -502,17 +498,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.zeros(1, device=device)  # create the CUDA context now, not inside the first timed load
     size_bytes = int((8 / 1024 if args.quick else args.size_gib) * 2**30)
     sd = make_state_dict(size_bytes)
-    # Default: a temp folder on the repo's disk, under build/ (git-ignored, so a killed run leaves nothing tracked).
-    parent = args.dir if args.dir is not None else REPO / "build"
-    parent.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(parent).free
-    if free < 3 * nbytes(sd):
-        print(f"{parent}: {free / 2**30:.1f} GiB free, the run needs ~{3 * nbytes(sd) / 2**30:.1f}.", file=sys.stderr)
-        return 2
-    # `timeout` sends SIGTERM: turn it into SystemExit so the finally below still removes the files.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    folder = Path(tempfile.mkdtemp(prefix="bench-save-load-", dir=parent))
-    try:
+    with _machine.run_folder(args.dir, prefix="bench-save-load-", needed=3 * nbytes(sd)) as folder:
         results = run(sd, folder, device, args.repeat, args.warmup, cache=args.cache)
         report = {
             "benchmark": "save_load",
@@ -527,11 +513,6 @@ def main(argv: list[str] | None = None) -> int:
             "tensors": len(sd),
             "results": results,
         }
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        if args.dir is None:
-            with contextlib.suppress(OSError):
-                parent.rmdir()  # only if empty: build/ may hold other things
     print_markdown(report)
     _machine.write_json(report, args.json)
     return 0

@@ -32,7 +32,6 @@ After the run each checkpoint is loaded into a fresh model and optimizer and com
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime
 import gc
 import json
@@ -43,7 +42,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,7 +52,6 @@ import torch
 from bench_save_load import filesystem, in_turn
 from torch import nn
 
-REPO = Path(__file__).resolve().parents[1]
 METHODS = ("ferry 2 ranks", "ferry 1 rank", "dcp 2 ranks")
 RANKS = 2
 LAYERS = 4
@@ -348,9 +345,7 @@ def print_markdown(report: dict[str, Any]) -> None:
         f"Time ratios: (a) / (b), 2 ranks / 1 rank = {fmt(q['ferry_2_ranks_vs_1_rank'])}; (a) / (c), ferry / "
         f"DCP FileSystemWriter = {fmt(q['ferry_2_ranks_vs_dcp'])}. Below 1: (a) is faster."
     )
-    for what, err in report["errors"].items():
-        print(f"- {what}: {err}")
-    print()
+    _machine.print_errors(report["errors"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -371,19 +366,10 @@ def main(argv: list[str] | None = None) -> int:
 
     size_bytes = int((8 / 1024 if args.quick else args.size_gib) * 2**30)
     d = width(size_bytes)
-    parent = args.dir if args.dir is not None else REPO / "build"
-    parent.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(parent).free
-    if free < 6 * size_bytes:
-        print(f"{parent}: {free / 2**30:.1f} GiB free, the run needs ~{6 * size_bytes / 2**30:.1f}.", file=sys.stderr)
-        return 2
-    # `timeout` sends SIGTERM: turn it into SystemExit so the finally below still removes the files.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    folder = Path(tempfile.mkdtemp(prefix="bench-sharded-", dir=parent))
-    errors: dict[str, str] = {}
-    methods: dict[str, Any] = {}
-    ranks: dict[str, Any] = {}
-    try:
+    with _machine.run_folder(args.dir, prefix="bench-sharded-", needed=6 * size_bytes) as folder:
+        errors: dict[str, str] = {}
+        methods: dict[str, Any] = {}
+        ranks: dict[str, Any] = {}
         try:
             single = run_single(d, device, folder / "ferry-1", args.repeat, args.warmup)
         except Exception as err:
@@ -429,11 +415,6 @@ def main(argv: list[str] | None = None) -> int:
             },
             "errors": errors,
         }
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        if args.dir is None:
-            with contextlib.suppress(OSError):
-                parent.rmdir()  # only if empty: build/ may hold other things
     print_markdown(report)
     _machine.write_json(report, args.json)
     return 0
