@@ -136,6 +136,19 @@ def buffers_warning(directory):
     return [str(w.message) for w in caught if issubclass(w.category, ferry.CheckpointWarning)]
 
 
+def restore_and_save_fsdp(directory, again):
+    """Restore DIR into a fresh FSDP2 model and save it again, sharded over this world size, to AGAIN."""
+    restored = restore_fsdp(directory)
+    wrapped = ferry.distributed.wrap(model(), strategy="fsdp")
+    optimizer = torch.optim.Adam(wrapped.parameters(), lr=0.5)
+    state = {"model": wrapped, "optimizer": optimizer, "epoch": 0}
+    with ferry.Checkpointer(directory) as ckpt:
+        ckpt.restore(state)
+    with ferry.Checkpointer(again) as ckpt:
+        ckpt.save(3, state)
+    return restored
+
+
 def save_and_restore_fsdp(directory, other, plain):
     """Save an FSDP2 run to DIR; restore it (same world size), OTHER (another world size) and PLAIN (no torchrun)."""
     saved = save_fsdp(directory)
@@ -182,6 +195,7 @@ SCENARIOS = {
     "resume": lambda a: resume(a[0], int(a[1]), int(a[2])),
     "save_fsdp": lambda a: save_fsdp(a[0]),
     "restore_fsdp": lambda a: restore_fsdp(a[0]),
+    "restore_and_save_fsdp": lambda a: restore_and_save_fsdp(a[0], a[1]),
     "save_and_restore_fsdp": lambda a: save_and_restore_fsdp(a[0], a[1], a[2]),
     "die": lambda a: die(a[0]),
 }

@@ -311,9 +311,12 @@ def test_fsdp2_checkpoints_reshard_across_world_sizes(tmp_path):
     assert ([], 1) == (quiet, len(warned))
     assert "the buffers ['model.1.running_mean', 'model.1.running_var'] differ between ranks" in warned[0]
     assert 2 == len(list((two / "step-000000002").glob("shard-*.safetensors")))  # each rank wrote its shards
-    for rank in torchrun(4, "restore_fsdp", tmp_path, two):  # 2 -> 4
+    four = tmp_path / "four-ranks"
+    for rank in torchrun(4, "restore_and_save_fsdp", tmp_path, two, four):  # 2 -> 4, then saved by 4 ranks
         assert saved_by_two["params"] == rank["params"]
         assert saved_by_two["optimizer"] == rank["optimizer"]
+    assert 4 == len(list((four / "step-000000003").glob("shard-*.safetensors")))
+    assert 4 == len(list((four / "step-000000003").glob("rng-*.safetensors")))
     # 2 -> 1: into a plain model and optimizer in this process
     model = mlp_like_worker()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.5)
@@ -324,6 +327,13 @@ def test_fsdp2_checkpoints_reshard_across_world_sizes(tmp_path):
         assert 2 == ckpt.restore({"model": model, "optimizer": optimizer})
     assert saved_by_two["params"] == [p.detach().flatten().tolist() for p in model.parameters()]
     assert 0.01 == optimizer.param_groups[0]["lr"]
+    model = mlp_like_worker()  # 4 -> 1
+    with (
+        ferry.Checkpointer(four) as ckpt,
+        pytest.warns(ferry.CheckpointWarning, match="saved by 4 ranks and is restored by 1 rank"),
+    ):
+        assert 3 == ckpt.restore({"model": model, "epoch": None})
+    assert saved_by_two["params"] == [p.detach().flatten().tolist() for p in model.parameters()]
 
 
 def mlp_like_worker():
