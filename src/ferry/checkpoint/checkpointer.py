@@ -9,25 +9,24 @@ Layout of ``directory``::
     step-000000200/
     step-000000300.ferry-tmp-<pid>-<hex>/   a save in progress (or a crash's leftover): never listed
 
+Under ``torch.distributed`` a step folder has the sharded layout instead (``collective.py``).
+
 A checkpoint is written under a temporary folder name, its files fsynced, then committed by one atomic rename of the
 folder and an fsync of ``directory``. So a folder named ``step-<n>`` is complete by construction; listing also
 checks the manifest and file sizes, and ``restore()`` verifies every checksum while loading. The pieces:
-``store.py`` (listing, manifests, retention), ``pruning.py`` (deleting pruned checkpoints in the background),
-``stateful.py`` (what can be saved in place), ``snapshot.py`` (copies for async saves), ``lock.py`` (one writer per
-directory).
+``store.py`` (listing, manifests, retention), ``commit.py`` (manifest, commit rename, its fsync), ``restoring.py``
+(read and verify, then load into the objects), ``collective.py`` and ``dcp.py`` (several ranks, through
+torch.distributed.checkpoint), ``pruning.py`` (deleting pruned checkpoints in the background), ``stateful.py`` (what
+can be saved in place), ``snapshot.py`` (copies for async saves), ``lock.py`` (one writer per directory).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import dataclasses
-import errno
-import json
 import os
 import shutil
 import signal
-import socket
 import threading
 import time
 import warnings
@@ -39,16 +38,16 @@ from typing import Any
 
 import torch
 
-from ferry.checkpoint import collective, store
-from ferry.checkpoint.atomic import atomic_file, fsync_directory, temporary_name
-from ferry.checkpoint.format import load, save
+from ferry.checkpoint import collective, commit, restoring, store
+from ferry.checkpoint.atomic import temporary_name
+from ferry.checkpoint.format import save
 from ferry.checkpoint.lock import DirectoryLock
 from ferry.checkpoint.pruning import Deleter
-from ferry.checkpoint.rng import capture_rng_state, restore_rng_state
+from ferry.checkpoint.rng import capture_rng_state
 from ferry.checkpoint.snapshot import Snapshotter, tensor_bytes
-from ferry.checkpoint.stateful import is_stateful, load_into, state_of
-from ferry.checkpoint.store import MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, STATE_FILE, RetentionPolicy
-from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError, FerryError
+from ferry.checkpoint.stateful import is_stateful, state_of
+from ferry.checkpoint.store import STATE_FILE, RetentionPolicy
+from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError
 
 __all__ = ["Checkpointer"]
 
@@ -337,7 +336,7 @@ class Checkpointer:
             collective.agree(group, write_local, what=what, where=final)
             collective.save_sharded(tmp, group, states)
 
-            def commit() -> str | None:
+            def finish() -> str | None:
                 if group.rank != 0:
                     return None
                 files: dict[str, dict[str, Any]] = {}
@@ -345,14 +344,16 @@ class Checkpointer:
                     files[path.name] = {"bytes": path.stat().st_size}
                 if collective.METADATA_FILE in files:
                     files[collective.METADATA_FILE]["sha256"] = collective.metadata_digest(tmp)
-                manifest = self._manifest(step, sequence, sorted([*sharded.names, *others]), sorted(values), metrics)
+                manifest = commit.manifest_fields(
+                    self.policy, step, sequence, sorted([*sharded.names, *others]), sorted(values), metrics
+                )
                 manifest.update(
                     layout=collective.LAYOUT, world_size=group.world_size, sharded=sharded.names, files=files
                 )
-                self._write_manifest(tmp, manifest)
-                parked = self._commit(tmp, final)
+                commit.write_manifest(tmp, manifest)
+                parked = commit.commit(tmp, final)
                 # Committed: from here on the step is saved, whatever fails.
-                not_durable = self._sync_commit(step, final)
+                not_durable = commit.sync_commit(self.directory, step, final)
                 if parked is not None:
                     shutil.rmtree(parked, ignore_errors=True)
                 if not_durable is None:
@@ -360,11 +361,11 @@ class Checkpointer:
                     return None
                 return str(not_durable)
 
-            not_durable = collective.broadcast(group, collective.agree(group, commit, what=what, where=final))
+            not_durable = collective.broadcast(group, collective.agree(group, finish, what=what, where=final))
         except BaseException as err:
             if group.rank == 0:
                 shutil.rmtree(tmp, ignore_errors=True)
-            raise _save_failed(err, what, final) from err
+            raise commit.save_failed(err, what, final) from err
         self._last_save_time = time.monotonic()
         self._last_saved_step = step
         self._warn_failed_deletions()
@@ -501,94 +502,21 @@ class Checkpointer:
             tmp.mkdir()
             save(payload, tmp / STATE_FILE)
             files = {STATE_FILE: {"bytes": (tmp / STATE_FILE).stat().st_size}}
-            manifest = self._manifest(step, sequence, sorted(payload["objects"]), sorted(payload["values"]), metrics)
-            self._write_manifest(tmp, {**manifest, "files": files})
-            parked = self._commit(tmp, final)
+            manifest = commit.manifest_fields(
+                self.policy, step, sequence, sorted(payload["objects"]), sorted(payload["values"]), metrics
+            )
+            commit.write_manifest(tmp, {**manifest, "files": files})
+            parked = commit.commit(tmp, final)
         except BaseException as err:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise _save_failed(err, f"saving step {step} to {str(final)!r}", final) from err
+            raise commit.save_failed(err, f"saving step {step} to {str(final)!r}", final) from err
         # Committed: from here on the step is saved, whatever fails.
-        not_durable = self._sync_commit(step, final)
+        not_durable = commit.sync_commit(self.directory, step, final)
         if parked is not None:
             shutil.rmtree(parked, ignore_errors=True)
         if not_durable is None:
             self._prune(keep=final)
         return final, not_durable
-
-    def _manifest(
-        self, step: int, sequence: int, objects: list[str], values: list[str], metrics: dict[str, float]
-    ) -> dict[str, Any]:
-        """The manifest's fields other than ``files`` (and, for sharded checkpoints, the layout)."""
-        return {
-            "format": MANIFEST_FORMAT,
-            "version": MANIFEST_VERSION,
-            "step": step,
-            "sequence": sequence,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "host": socket.gethostname(),
-            "torch": torch.__version__,
-            "objects": objects,
-            "values": values,
-            "metrics": metrics,
-            "retention": self.policy.to_json(),
-        }
-
-    @staticmethod
-    def _write_manifest(tmp: Path, manifest: dict[str, Any]) -> None:
-        """Write ``manifest.json`` into ``tmp`` (last, durably) and fsync ``tmp``: the folder is ready to commit."""
-        with atomic_file(tmp / MANIFEST_FILE) as handle:
-            handle.write(json.dumps(manifest, indent=2, sort_keys=True).encode("utf-8"))
-        fsync_directory(tmp)
-
-    def _commit(self, tmp: Path, final: Path) -> Path | None:
-        """Rename the finished ``tmp`` onto ``final``: the commit. Returns the parked old folder of the step, if any.
-
-        Replacing a checkpoint of the same step parks the old one under a temporary name first, so at no moment is
-        there neither; a crash in between leaves the parked copy, which _clean_leftovers() renames back, and a failed
-        commit rename puts it back at once.
-
-        Raises:
-            OSError: a rename failed; ``final`` holds what it held before.
-        """
-        if not final.exists():
-            os.replace(tmp, final)
-            return None
-        parked = final.with_name(final.name + ".ferry-old")
-        shutil.rmtree(parked, ignore_errors=True)
-        os.replace(final, parked)
-        try:
-            os.replace(tmp, final)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.replace(parked, final)
-            raise
-        return parked
-
-    def _sync_commit(self, step: int, final: Path) -> CheckpointError | None:
-        """Make the commit rename of ``final`` durable (survive a power cut): fsync the directory, retrying once.
-
-        Returns:
-            None once an fsync succeeds; else the error that says the folder is committed but not known durable.
-        """
-        try:
-            fsync_directory(self.directory)
-            return None
-        except OSError:
-            pass  # one retry: a transient error (EINTR from a signal, a network file system's hiccup) may pass
-        try:
-            fsync_directory(self.directory)
-            return None
-        except OSError as err:
-            code = errno.errorcode.get(err.errno or 0, str(err.errno))
-            error = CheckpointError(
-                f"step {step} is saved and committed at {str(final)!r}, but its durability is not confirmed: the "
-                f"fsync of {str(self.directory)!r} after the commit rename failed twice (errno {err.errno} {code}: "
-                f"{err.strerror}). The checkpoint is listed and restores now, but a power cut or host crash could "
-                "still lose it; no older checkpoint was pruned. Check the disk (e.g. dmesg), then save again.",
-                path=final,
-            )
-            error.__cause__ = err
-            return error
 
     def _prune(self, *, keep: Path) -> None:
         """Retire the complete checkpoints the retention policy does not keep; a background thread deletes them.
@@ -678,7 +606,7 @@ class Checkpointer:
         first_error: CorruptCheckpointError | None = None
         for folder in folders:
             try:
-                prepared = self._prepare_restore(folder, state, group)
+                prepared = restoring.prepare(folder, state, group)
             except CorruptCheckpointError as err:
                 if step is not None:
                     raise
@@ -691,7 +619,9 @@ class Checkpointer:
                         stacklevel=2,
                     )
                 continue
-            return self._apply_restore(folder, state, prepared)
+            step = restoring.apply(folder, state, prepared)
+            self._last_saved_step = step
+            return step
         if first_error is not None:
             raise first_error
         return None
@@ -733,114 +663,6 @@ class Checkpointer:
                     stacklevel=5,
                 )
 
-    def _prepare_restore(self, folder: Path, state: Mapping[str, Any], group: collective.Group | None) -> _Prepared:
-        """Read and verify everything of ``folder`` that ``state`` needs, changing nothing live (every rank).
-
-        Raises:
-            CorruptCheckpointError: some file fails verification (on any rank; then on every rank).
-            CheckpointError: the names or modules of ``state`` do not fit the checkpoint.
-        """
-        what = f"restoring {str(folder)!r}"
-
-        def manifest_of() -> dict[str, Any]:
-            manifest, problem = store.read_manifest(folder)
-            if manifest is None:
-                raise CorruptCheckpointError(f"checkpoint {str(folder)!r} is incomplete: {problem}.", path=folder)
-            return manifest
-
-        manifest = collective.agree(group, manifest_of, what=what, where=folder)
-        if manifest.get("layout") != collective.LAYOUT:
-            payload = collective.agree(group, lambda: self._load_payload(folder), what=what, where=folder)
-            _check_names(folder, state, payload["objects"], payload["values"])
-            return _Prepared(payload["objects"], payload["values"], payload.get("rng"), None, None)
-        objects = dict.fromkeys(manifest.get("objects", []))
-        values = dict.fromkeys(manifest.get("values", []))
-
-        def plan() -> tuple[collective.Sharded, dict[str, Any]]:
-            _check_names(folder, state, objects, values)
-            live = {name: obj for name, obj in state.items() if name in objects}
-            sharded = collective.sharded_part(live, folder)
-            kept = set(manifest.get("sharded", []))
-            lost = [name for name in sharded.names if name not in kept]
-            if lost:
-                raise CheckpointError(
-                    f"checkpoint {str(folder)!r} saved {lost} as plain state, not through DCP, so it cannot restore "
-                    "them as modules or optimizers. Restore into the kinds of objects it was saved from.",
-                    path=folder,
-                )
-            return sharded, collective.plan_sharded(folder, manifest, sharded)
-
-        sharded, targets = collective.agree(group, plan, what=what, where=folder)
-        collective.read_sharded(folder, group, targets)
-        saved_world = int(manifest.get("world_size", 1))
-
-        def read_rest() -> tuple[dict[str, Any], Any]:
-            payload = self._load_payload(folder)
-            return payload, collective.read_rank_rng(folder, group, saved_world)
-
-        payload, rng = collective.agree(group, read_rest, what=what, where=folder)
-        world = 1 if group is None else group.world_size
-        if saved_world != world and (group is None or group.rank == 0):
-            warnings.warn(
-                f"checkpoint {str(folder)!r} was saved by {_ranks(saved_world)} and is restored by {_ranks(world)}: "
-                "modules and optimizers are resharded, and the per-rank RNG states are restored for ranks below "
-                f"{saved_world} only, so the run continues but does not repeat the uninterrupted one bit for bit. "
-                f"Resume with {_ranks(saved_world)} for an exact resume.",
-                CheckpointWarning,
-                stacklevel=3,
-            )
-        return _Prepared(payload["objects"], payload["values"], rng, sharded, targets)
-
-    def _apply_restore(self, folder: Path, state: MutableMapping[str, Any], prepared: _Prepared) -> int | None:
-        """Load what :meth:`_prepare_restore` read into the live objects of ``state``; return the step."""
-        objects, values = prepared.objects, prepared.values
-        done_before: list[str] = []
-        if prepared.sharded is not None and prepared.loaded is not None:
-            collective.apply_sharded(prepared.sharded, prepared.loaded)
-            done_before = prepared.sharded.names
-        elif collective.current_group() is not None:  # a plain process's checkpoint into FSDP2 modules
-            live = {name: state[name] for name in objects.keys() & state.keys()}
-            try:
-                done_before = collective.apply_full(collective.sharded_part(live, folder), objects)
-            except FerryError:
-                raise
-            except Exception as err:
-                raise CheckpointError(
-                    f"restoring the sharded modules of {sorted(state)} from {str(folder)!r} (saved by one process) "
-                    f"failed: {type(err).__name__}: {err}. Pass objects built like the ones it was saved from.",
-                    path=folder,
-                ) from err
-        # Modules first: ferry.load_state_dict checks every key before it changes anything, so a mismatch there
-        # leaves every object untouched. Then the other objects, then plain values, then the RNG states.
-        names = sorted(
-            objects.keys() & state.keys() - set(done_before),
-            key=lambda name: not isinstance(state[name], torch.nn.Module),
-        )
-        for done, name in enumerate(names):
-            try:
-                load_into(state[name], objects[name], name=name, where=str(folder))
-            except FerryError:
-                raise
-            except Exception as err:
-                raise CheckpointError(
-                    f"restoring {name!r} from {str(folder)!r} failed: {type(err).__name__}: {err}. "
-                    f"Restored before it: {[*done_before, *names[:done]] or 'nothing'}. Pass the {name!r} object the "
-                    "checkpoint was saved from (same class and parameter groups).",
-                    path=folder,
-                ) from err
-        for name in values.keys() & state.keys():
-            state[name] = _follow_device(values[name], state[name])
-        if prepared.rng is not None:
-            restore_rng_state(prepared.rng, where=str(folder))
-        manifest = store.read_manifest(folder)[0] or {}
-        step = int(manifest.get("step", self._step_of(folder)))
-        self._last_saved_step = step
-        return step
-
-    @staticmethod
-    def _step_of(folder: Path) -> int:
-        return int(folder.name.removeprefix("step-"))
-
     def _load_newest(self) -> Path | None:
         """The newest checkpoint that verifies, warning about each newer one that does not."""
         self._warn_incomplete()
@@ -861,82 +683,9 @@ class Checkpointer:
             raise first_error
         return None
 
-    @staticmethod
-    def _load_payload(folder: Path) -> dict[str, Any]:
-        payload = load(folder / STATE_FILE)
-        if not isinstance(payload, dict) or not {"step", "objects", "values"} <= payload.keys():
-            raise CorruptCheckpointError(
-                f"{str(folder / STATE_FILE)!r} is a ferry file but not a Checkpointer checkpoint (no step/objects/"
-                "values). Load it with ferry.load() instead.",
-                path=folder / STATE_FILE,
-            )
-        return payload
-
-
-@dataclasses.dataclass
-class _Prepared:
-    """What a restore read and verified, before anything live changes."""
-
-    objects: dict[str, Any]
-    values: dict[str, Any]
-    rng: Any
-    sharded: collective.Sharded | None
-    loaded: dict[str, Any] | None
-
-
-def _save_failed(err: BaseException, what: str, final: Path) -> BaseException:
-    """The error to raise for a save that failed before its commit: OS errors and ferry's say so; others as they are."""
-    if isinstance(err, OSError):
-        return CheckpointError(
-            f"{what} failed: {err}. The previous checkpoints are untouched; free disk space or fix permissions and "
-            "save again.",
-            path=final,
-        )
-    if isinstance(err, CheckpointError):
-        return type(err)(f"{what} failed; the previous checkpoints are untouched. {err}", path=final)
-    return err
-
-
-def _ranks(count: int) -> str:
-    return f"{count} rank" if count == 1 else f"{count} ranks"
-
 
 def _launch_rank() -> int:
     """This process's rank under torchrun (from the process group, else RANK), 0 in a plain process."""
     from ferry.distributed import rank
 
     return rank()
-
-
-def _check_names(folder: Path, state: Mapping[str, Any], objects: Mapping[str, Any], values: Mapping[str, Any]) -> None:
-    """Every name asked for is in the checkpoint, saved the same way (object vs plain value) as it is now."""
-    absent = [name for name in state if name not in objects and name not in values]
-    if absent:
-        raise CheckpointError(
-            f"checkpoint {str(folder)!r} has no {', '.join(map(repr, absent))}; it holds "
-            f"{', '.join(map(repr, sorted([*objects, *values])))}. Remove those names from the state you "
-            "restore, or restore a checkpoint that saved them.",
-            path=folder,
-        )
-    for name, live in state.items():
-        if name in objects and not is_stateful(live):
-            raise CheckpointError(
-                f"checkpoint {str(folder)!r} saved {name!r} as a state_dict but the live {name!r} is a "
-                f"{type(live).__name__} without load_state_dict(). Pass the object it was saved from.",
-                path=folder,
-            )
-        if name in values and is_stateful(live):
-            raise CheckpointError(
-                f"checkpoint {str(folder)!r} saved {name!r} as a plain value ({type(values[name]).__name__}) "
-                f"but the live {name!r} is a {type(live).__name__} with load_state_dict(); restoring would "
-                "replace the object. Restore into a placeholder under that name, or a checkpoint that saved "
-                "the object.",
-                path=folder,
-            )
-
-
-def _follow_device(value: Any, live: Any) -> Any:
-    """A restored tensor value goes to the device of the live tensor it replaces; everything else as loaded."""
-    if isinstance(value, torch.Tensor) and isinstance(live, torch.Tensor):
-        return value.to(live.device)
-    return value
