@@ -176,6 +176,10 @@ def die(directory):
         ckpt.save(5 + dist.get_rank(), {"model": wrapped, "optimizer": optimizer})
     except ferry.CheckpointError as err:
         Path(directory, f"mismatch-rank{dist.get_rank()}.txt").write_text(str(err))
+    try:  # the same in save_if_due, which saves on no rank then
+        ckpt.save_if_due(10 + dist.get_rank(), {"model": wrapped, "optimizer": optimizer})
+    except ferry.CheckpointError as err:
+        Path(directory, f"due-rank{dist.get_rank()}.txt").write_text(str(err))
     if dist.get_rank() == 1:
         from ferry.checkpoint import dcp
 

@@ -349,6 +349,8 @@ def test_a_rank_dying_mid_save_leaves_the_previous_checkpoint(tmp_path):
     for rank in range(2):  # before that, the ranks passed different steps to one save: both refused
         message = (directory / f"mismatch-rank{rank}.txt").read_text()
         assert "the ranks passed different step (rank 0: 5; rank 1: 6)" in message
+        message = (directory / f"due-rank{rank}.txt").read_text()
+        assert "save_if_due: the ranks passed different steps (from 10 to 11)" in message
     with ferry.Checkpointer(directory) as ckpt:  # also removes what the dead save left
         assert [1] == ckpt.steps()
         assert not [p for p in directory.iterdir() if ".ferry-tmp-" in p.name]

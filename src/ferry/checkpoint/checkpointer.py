@@ -211,21 +211,21 @@ class Checkpointer:
         Call it once per step, after the optimizer step. A step already saved is not saved twice. Under
         ``torch.distributed`` every rank calls it, with the same step; it saves on every rank when any rank is due.
         """
-        if step == self._last_saved_step:
-            return False
+        already = step == self._last_saved_step  # the same on every rank: they save together
         due = self._signal is not None
         due = due or (self.every_steps is not None and step % self.every_steps == 0)
         due = due or (self.every_seconds is not None and time.monotonic() - self._last_save_time >= self.every_seconds)
         group = collective.current_group()
-        if group is not None and (self.every_seconds is not None or self._old_handlers):
-            # Clocks and signals differ between ranks, and every rank must take part in a save: save when any rank
-            # says so, and a signal one rank got preempts every rank. A step count is the same on every rank, so
-            # every_steps alone needs no exchange.
-            flags = collective.gather(group, (due, self._signal))
-            due = any(rank_due for rank_due, _ in flags)
-            signals = [signum for _, signum in flags if signum is not None]
-            if signals and self._agreed_signal is None:
-                self._agreed_signal = signals[0]
+        if group is not None:
+            # Every rank must take part in a save: save when any rank is due (clocks and signals differ between
+            # ranks), check that all count the same step, and let a signal one rank got preempt every rank.
+            due, signal = collective.exchange_due(
+                group, step=step, due=due and not already, signal=self._signal, where=self.directory
+            )
+            if signal is not None and self._agreed_signal is None:
+                self._agreed_signal = signal
+        if already:
+            return False
         if due:
             self.save(step, state, metrics=metrics)
         return due

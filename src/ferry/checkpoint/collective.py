@@ -53,6 +53,7 @@ __all__ = [
     "buffer_digest",
     "check_same_call",
     "current_group",
+    "exchange_due",
     "gather",
     "local_tensors",
     "metadata_digest",
@@ -195,6 +196,31 @@ def buffer_digest(state: Mapping[str, Any]) -> dict[str, float]:
                 if buffer.is_floating_point() and not callable(getattr(buffer, "to_local", None)):
                     digest[f"{name}.{key}"] = float(buffer.detach().double().sum())
     return digest
+
+
+def exchange_due(group: Group, *, step: int, due: bool, signal: int | None, where: Path) -> tuple[bool, int | None]:
+    """Whether any rank is due to save at ``step``, and a signal any rank got (one small all-reduce).
+
+    Raises:
+        CheckpointError: on every rank, when the ranks passed different steps (the message gives the range).
+    """
+    import torch.distributed as dist
+
+    backend = str(dist.get_backend())
+    device = torch.device("cpu")
+    if "nccl" in backend:  # NCCL reduces tensors on the rank's GPU only
+        device = torch.device("cuda", torch.cuda.current_device())
+    flags = torch.tensor([step, -step, int(due), signal or 0], dtype=torch.int64, device=device)
+    dist.all_reduce(flags, op=dist.ReduceOp.MAX)
+    highest, lowest, any_due, any_signal = flags.tolist()
+    if highest != -lowest:
+        raise CheckpointError(
+            f"save_if_due: the ranks passed different steps (from {-lowest} to {highest}). Under torch.distributed "
+            "every rank calls save_if_due once per step, with the same step (count steps the same way on every "
+            "rank); nothing was saved.",
+            path=where,
+        )
+    return bool(any_due), any_signal or None
 
 
 def broadcast(group: Group | None, value: _T) -> _T:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -322,8 +323,11 @@ def _train(args: argparse.Namespace, console: Any) -> int:
         else:
             step, interrupted = _train_loop(args, model, optimizer, loader, checkpointer, state, start, device, console)
             if interrupted:
-                again = f"ferry demo --dir {args.dir} --steps {args.steps}" + (
-                    f" --nproc {world}" if distributed else ""
+                again = shlex.join(
+                    ["ferry", "demo", "--dir", str(args.dir), "--steps", str(args.steps), "--every", str(args.every)]
+                    + ["--seed", str(args.seed)]
+                    + (["--device", str(args.device)] if args.device else [])
+                    + (["--nproc", str(world)] if distributed else [])
                 )
                 console.print(
                     f"interrupted: saved step {step} to {checkpointer.path_for(step)}. "
