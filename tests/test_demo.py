@@ -184,7 +184,7 @@ def test_demo_on_two_ranks_resumes_exactly(tmp_path, capfd):
     assert main([*flags, "--dir", str(b), "--stop-at", "70"]) == 0
     out = capfd.readouterr().out
     assert "interrupted: saved step 70" in out
-    assert f"ferry demo --dir {b} --steps 100 --nproc 2" in " ".join(out.split())  # rich wraps lines
+    assert f"ferry demo --dir {b} --steps 100 --every 50 --seed 0 --nproc 2" in " ".join(out.split())  # rich wraps
     assert main([*flags, "--dir", str(b)]) == 0
     assert "at step 70" in capfd.readouterr().out
 
