@@ -1,0 +1,169 @@
+"""DCP's checkpoint metadata as JSON (``shards.json``): what ferry writes instead of DCP's pickled ``.metadata``.
+
+The document holds every saved entry (a tensor's dtype, global size and chunks, or a value), the paths DCP's
+planner flattened the nested state_dict from, and where each piece is (its rank file and name in it). Parsing it
+back gives DCP's own ``Metadata``, so DCP plans loads and resharding from it as from its own file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.distributed.checkpoint.metadata import (
+    BytesStorageMetadata,
+    ChunkStorageMetadata,
+    Metadata,
+    MetadataIndex,
+    TensorProperties,
+    TensorStorageMetadata,
+)
+
+from ferry.checkpoint import store
+from ferry.errors import CheckpointError, CorruptCheckpointError
+
+__all__ = [
+    "METADATA_FILE",
+    "PLAIN_DCP_METADATA",
+    "is_plain_dcp",
+    "metadata_from_json",
+    "metadata_to_json",
+    "read_metadata",
+]
+
+METADATA_FILE = store.SHARDS_FILE
+METADATA_FORMAT = "ferry.dcp"
+METADATA_VERSION = 1
+#: What DCP's own FileSystemWriter names its (pickled) metadata file.
+PLAIN_DCP_METADATA = ".metadata"
+# Leading bytes of what must never be stored: a pickle (protocol 2+ starts with 0x80) or a torch.save zip archive.
+
+
+def is_plain_dcp(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` was written by DCP's own ``FileSystemWriter`` (a pickled ``.metadata`` file)."""
+    return (Path(folder) / PLAIN_DCP_METADATA).is_file()
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def metadata_to_json(metadata: Metadata) -> dict[str, Any]:
+    """DCP's ``Metadata`` (with ``storage_data`` holding each piece's file and name) as a JSON document.
+
+    Raises:
+        CheckpointError: a tensor that is not strided (sparse, nested): ferry stores dense tensors.
+    """
+    tensors: dict[str, Any] = {}
+    for fqn, info in metadata.state_dict_metadata.items():
+        if isinstance(info, BytesStorageMetadata):
+            tensors[fqn] = {"value": True}
+            continue
+        properties = info.properties
+        if properties.layout != torch.strided:
+            raise CheckpointError(
+                f"{fqn!r} is a {properties.layout} tensor; ferry stores strided (dense) tensors. Convert it with "
+                ".to_dense() before saving.",
+                path=fqn,
+            )
+        tensors[fqn] = {
+            "dtype": _dtype_name(properties.dtype),
+            "requires_grad": properties.requires_grad,
+            "size": list(info.size),
+            "chunks": [{"offsets": list(c.offsets), "sizes": list(c.sizes)} for c in info.chunks],
+        }
+    storage: list[dict[str, Any]] = []
+    for index, where in (metadata.storage_data or {}).items():
+        offset = None if index.offset is None else list(index.offset)
+        storage.append({"fqn": index.fqn, "offset": offset, "index": index.index, **where})
+    planner_data = metadata.planner_data if isinstance(metadata.planner_data, dict) else {}
+    return {
+        "format": METADATA_FORMAT,
+        "version": METADATA_VERSION,
+        "dcp_version": metadata.version,
+        "tensors": tensors,
+        "paths": {fqn: list(path) for fqn, path in planner_data.items()},
+        "storage": sorted(storage, key=lambda row: (row["fqn"], row["offset"] or [])),
+    }
+
+
+def metadata_from_json(doc: Any, where: Path) -> Metadata:
+    """Rebuild DCP's Metadata from :func:`_metadata_json`'s document.
+
+    Raises:
+        CorruptCheckpointError: the document is not one ferry wrote, or a field has the wrong type.
+        CheckpointError: a newer ferry wrote it.
+    """
+    if not isinstance(doc, dict) or doc.get("format") != METADATA_FORMAT:
+        raise CorruptCheckpointError(
+            f'{str(where)!r} is not ferry\'s DCP metadata (no "format": {METADATA_FORMAT!r}). The checkpoint is '
+            "damaged; restore another one.",
+            path=where,
+        )
+    if doc.get("version") != METADATA_VERSION:
+        raise CheckpointError(
+            f"{str(where)!r} has sharded-checkpoint version {doc.get('version')!r}; this ferry reads version "
+            f"{METADATA_VERSION}. Upgrade ferry (pip install -U ferry).",
+            path=where,
+        )
+    try:
+        state: dict[str, TensorStorageMetadata | BytesStorageMetadata] = {}
+        for fqn, info in doc["tensors"].items():
+            if info.get("value"):
+                state[fqn] = BytesStorageMetadata()
+                continue
+            dtype = getattr(torch, info["dtype"])
+            if not isinstance(dtype, torch.dtype):
+                raise TypeError(f"{info['dtype']!r} is not a dtype")
+            chunks = [ChunkStorageMetadata(torch.Size(c["offsets"]), torch.Size(c["sizes"])) for c in info["chunks"]]
+            properties = TensorProperties(dtype=dtype, requires_grad=bool(info["requires_grad"]))
+            state[fqn] = TensorStorageMetadata(properties, torch.Size(info["size"]), chunks)
+        storage = {}
+        for row in doc["storage"]:
+            index = MetadataIndex(row["fqn"], row["offset"], row["index"])
+            storage[index] = {"file": str(row["file"]), "name": str(row["name"]), "kind": str(row["kind"])}
+        paths = {fqn: tuple(path) for fqn, path in doc["paths"].items()}
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
+        raise CorruptCheckpointError(
+            f"{str(where)!r} is malformed ({type(err).__name__}: {err}). The checkpoint is damaged; restore another "
+            "one.",
+            path=where,
+        ) from None
+    return Metadata(state, planner_data=paths, storage_data=storage, version=doc.get("dcp_version"))
+
+
+def read_metadata(folder: str | os.PathLike[str]) -> Metadata:
+    """Read the DCP metadata of a sharded ferry checkpoint folder (``shards.json``).
+
+    Raises:
+        CheckpointError: the folder has no ``shards.json``; for a folder written by DCP's ``FileSystemWriter``
+            (pickled ``.metadata``) the message says how to convert it.
+        CorruptCheckpointError: ``shards.json`` is not valid.
+    """
+    path = Path(folder) / METADATA_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if is_plain_dcp(folder):
+            raise CheckpointError(
+                f"{str(folder)!r} was written by torch.distributed.checkpoint's FileSystemWriter: its .metadata is a "
+                "pickle, which can run code when loaded, so ferry does not read it. If you trust its origin, convert "
+                f"it once: ferry ckpt convert --trusted {folder} OUT.safetensors",
+                path=folder,
+            ) from None
+        raise CheckpointError(
+            f"{str(folder)!r} has no {METADATA_FILE}: it is not a sharded ferry checkpoint.", path=folder
+        ) from None
+    except OSError as err:
+        raise CheckpointError(f"cannot read {str(path)!r}: {err.strerror}.", path=path) from err
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        raise CorruptCheckpointError(
+            f"{str(path)!r} is not valid UTF-8 JSON ({err}). The checkpoint is damaged; restore another one.",
+            path=path,
+        ) from None
+    return metadata_from_json(doc, path)
