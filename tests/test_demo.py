@@ -157,6 +157,8 @@ def test_nproc_refuses_devices_it_cannot_split(device, environ, gpus, nproc, wor
 def test_demo_rejects_bad_nproc(capsys):
     assert main(["demo", "--nproc", "0"]) == 2
     assert "--nproc (0) must be >= 1" in capsys.readouterr().err
+    assert main(["demo", "--dir", ""]) == 2
+    assert "--dir is empty" in capsys.readouterr().err
     assert main(["demo", "--nproc", "2", "--device", "meta"]) == 2  # refused before anything is launched
     err = capsys.readouterr().err
     assert "--device 'meta' does not fit --nproc 2" in err

@@ -109,6 +109,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.nproc < 1:
         print(f"ferry demo: --nproc ({args.nproc}) must be >= 1: the number of training processes.", file=sys.stderr)
         return 2
+    if not str(args.dir).strip():
+        print(
+            "ferry demo: --dir is empty. Pass the folder for the run's files, e.g. --dir ./ferry-demo.", file=sys.stderr
+        )
+        return 2
     if _under_torchrun(os.environ):
         return _rank_main(args)
 
