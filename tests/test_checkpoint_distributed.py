@@ -400,3 +400,19 @@ def test_fsdp2_wrap_shards_tied_weights_together_and_saves_them(group, tmp_path)
         assert 1 == ckpt.restore({"model": fresh})
     assert torch.equal(model[0].weight.full_tensor(), fresh[0].weight)
     assert fresh[0].weight is fresh[2].weight
+
+
+@pytest.mark.parametrize("path", [[], ["model", 10**12], ["model", -1], ["model", True], ["model", 1.5]])
+def test_metadata_with_an_unreasonable_path_is_refused(plain_process, tmp_path, path):
+    with pytest.warns(UserWarning, match="torch.distributed is disabled"):
+        dcp_save(
+            {"model": {"w": torch.ones(2)}},
+            storage_writer=dcp.FerryStorageWriter(tmp_path),
+            planner=dcp.FerrySavePlanner(),
+            no_dist=True,
+        )
+    document = json.loads((tmp_path / "shards.json").read_text())
+    document["paths"]["model.w"] = path
+    (tmp_path / "shards.json").write_text(json.dumps(document))
+    with pytest.raises(CorruptCheckpointError, match=r"shards\.json.* is malformed"):
+        dcp.read_metadata(tmp_path)

@@ -126,6 +126,9 @@ def metadata_from_json(doc: Any, where: Path) -> Metadata:
             index = MetadataIndex(row["fqn"], row["offset"], row["index"])
             storage[index] = {"file": str(row["file"]), "name": str(row["name"]), "kind": str(row["kind"])}
         paths = {fqn: tuple(path) for fqn, path in doc["paths"].items()}
+        for fqn, path in paths.items():  # list indices within reason: a path builds the containers it names
+            if not path or not all(_path_key(key, len(paths)) for key in path):
+                raise ValueError(f"the path of {fqn!r} is {list(path)}")
     except (KeyError, TypeError, AttributeError, ValueError) as err:
         raise CorruptCheckpointError(
             f"{str(where)!r} is malformed ({type(err).__name__}: {err}). The checkpoint is damaged; restore another "
@@ -133,6 +136,13 @@ def metadata_from_json(doc: Any, where: Path) -> Metadata:
             path=where,
         ) from None
     return Metadata(state, planner_data=paths, storage_data=storage, version=doc.get("dcp_version"))
+
+
+def _path_key(key: object, entries: int) -> bool:
+    """Whether ``key`` can be one step of a saved path: a str, or a list index below the number of entries."""
+    if isinstance(key, str):
+        return True
+    return isinstance(key, int) and not isinstance(key, bool) and 0 <= key < max(entries, 1)
 
 
 def read_metadata(folder: str | os.PathLike[str]) -> Metadata:
