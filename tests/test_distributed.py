@@ -117,10 +117,13 @@ def test_wrap_refuses_a_tensor_and_a_wrapped_model(single_process):
         ferry.distributed.wrap(model)
 
 
-def test_import_ferry_does_not_import_fsdp():
-    code = "import sys, ferry; print(ferry.distributed.__name__, 'torch.distributed.fsdp' in sys.modules)"
+def test_import_ferry_does_not_import_fsdp_or_dcp():
+    code = (
+        "import sys, ferry; print(ferry.distributed.__name__, 'torch.distributed.fsdp' in sys.modules, "
+        "'torch.distributed.checkpoint' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert "ferry.distributed False" == out.strip()
+    assert "ferry.distributed False False" == out.strip()
 
 
 # --- two ranks on gloo -------------------------------------------------------------------------------------------
