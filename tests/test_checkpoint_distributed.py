@@ -212,8 +212,9 @@ def test_a_failed_save_leaves_no_folder_and_the_previous_checkpoint(group, tmp_p
 def test_async_save_warns_once_and_saves_synchronously(group, tmp_path):
     model, _ = trained()
     with ferry.Checkpointer(tmp_path, async_save=True) as ckpt:
-        with pytest.warns(ferry.CheckpointWarning, match="async_save=True has no effect under torch.distributed"):
+        with pytest.warns(ferry.CheckpointWarning, match="async_save=True has no effect under torch.distributed") as w:
             ckpt.save(1, {"model": model})
+        assert __file__ == w[0].filename  # the warning points at the caller's line, not into ferry
         ckpt.save(2, {"model": model})  # no second warning (filterwarnings = error)
         assert [1, 2] == ckpt.steps()
 

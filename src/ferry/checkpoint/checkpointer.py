@@ -27,6 +27,7 @@ import contextlib
 import os
 import shutil
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -302,7 +303,7 @@ class Checkpointer:
                 "async_save=True has no effect under torch.distributed: every rank saves synchronously, so that the "
                 "checkpoint commits only after all ranks have written. Pass async_save=False to silence this.",
                 CheckpointWarning,
-                stacklevel=3,
+                stacklevel=_user_stacklevel(),
             )
         final = self.path_for(step)
         what = f"saving step {step} to {str(final)!r}"
@@ -389,7 +390,7 @@ class Checkpointer:
                     "Use nn.SyncBatchNorm.convert_sync_batchnorm(model) before wrapping, or DDP, for buffers that "
                     "agree.",
                     CheckpointWarning,
-                    stacklevel=4,
+                    stacklevel=_user_stacklevel(),
                 )
 
     def wait(self) -> None:
@@ -682,6 +683,16 @@ class Checkpointer:
         if first_error is not None:
             raise first_error
         return None
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning point at the caller's code: the first frame outside ferry."""
+    package = str(Path(__file__).resolve().parents[1])
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _launch_rank() -> int:
