@@ -112,11 +112,22 @@ def restore_fsdp(directory):
             param.zero_()
     optimizer = torch.optim.Adam(wrapped.parameters(), lr=0.5)
     state = {"model": wrapped, "optimizer": optimizer, "epoch": 0}
-    with ferry.Checkpointer(directory) as ckpt:
+    torch.manual_seed(50 + dist.get_rank())
+    with warnings.catch_warnings(record=True) as caught, ferry.Checkpointer(directory) as ckpt:
+        warnings.simplefilter("always")
         restored = ckpt.restore(state)
     after = {"params": params(wrapped), "optimizer": optimizer_state(wrapped, optimizer)}
     local = [p.to_local().numel() for p in wrapped.parameters()]
-    return {"step": restored, "epoch": state["epoch"], "lr": optimizer.param_groups[0]["lr"], "local": local, **after}
+    warned = [str(w.message) for w in caught if issubclass(w.category, ferry.CheckpointWarning)]
+    extra = {"rand": torch.rand(2).tolist(), "warned": warned}
+    return {
+        "step": restored,
+        "epoch": state["epoch"],
+        "lr": optimizer.param_groups[0]["lr"],
+        "local": local,
+        **after,
+        **extra,
+    }
 
 
 def buffers_warning(directory):
@@ -161,6 +172,22 @@ def save_and_restore_fsdp(directory, other, plain):
     }
 
 
+class FailsOnRank:
+    """A stateful object whose state_dict and load_state_dict raise where ``fails`` is true."""
+
+    def __init__(self, fails):
+        self.fails = fails
+
+    def state_dict(self):
+        if self.fails:
+            raise RuntimeError("state_dict failed on this rank")
+        return {"x": 1}
+
+    def load_state_dict(self, state):
+        if self.fails:
+            raise RuntimeError("load_state_dict failed on this rank")
+
+
 def die(directory):
     """Save step 1; then rank 1 dies while writing step 2 (after its shard file is written, before the commit)."""
     wrapped = ferry.distributed.wrap(model(), strategy="fsdp")
@@ -180,6 +207,23 @@ def die(directory):
         ckpt.save_if_due(10 + dist.get_rank(), {"model": wrapped, "optimizer": optimizer})
     except ferry.CheckpointError as err:
         Path(directory, f"due-rank{dist.get_rank()}.txt").write_text(str(err))
+    refusals = []
+    fails_on_rank_1 = FailsOnRank(dist.get_rank() == 1)
+    for label, call in (
+        ("bad step on rank 1", lambda: ckpt.save(-1 if dist.get_rank() else 7, {"model": wrapped})),
+        ("state_dict fails on rank 1", lambda: ckpt.save(7, {"model": wrapped, "odd": fails_on_rank_1})),
+        ("load_state_dict fails on rank 1", lambda: ckpt.restore({"model": wrapped, "odd": fails_on_rank_1}, step=3)),
+    ):
+        if label.startswith("load"):
+            ckpt.save(3, {"model": wrapped, "odd": FailsOnRank(False)})
+        try:  # one rank fails: every rank raises, none is left waiting in a collective
+            call()
+            refusals.append(f"{label}: no error")
+        except ferry.CheckpointError as err:
+            refusals.append(f"{label}: {type(err).__name__}")
+    Path(directory, f"refusals-rank{dist.get_rank()}.json").write_text(json.dumps(refusals))
+    ckpt.close()
+    ckpt = ferry.Checkpointer(directory)
     if dist.get_rank() == 1:
         from ferry.checkpoint import dcp
 

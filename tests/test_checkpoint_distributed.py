@@ -306,6 +306,12 @@ def test_fsdp2_checkpoints_reshard_across_world_sizes(tmp_path):
             assert (2, 7, 0.01) == (restored["step"], restored["epoch"], restored["lr"])
             assert expected["params"] == restored["params"]
             assert expected["optimizer"] == restored["optimizer"]
+    # a plain process's checkpoint under 2 ranks: rank 0 takes its RNG states, rank 1 keeps its own, and rank 0 warns
+    assert ranks[0]["plain"]["rand"] != ranks[1]["plain"]["rand"]
+    assert ["saved by 1 rank and is restored by 2 ranks"] == [
+        w[w.index("saved by") : w.index(":", w.index("saved by"))] for w in ranks[0]["plain"]["warned"]
+    ]
+    assert [] == ranks[1]["plain"]["warned"]
     assert [[32, 8, 48, 3, 6, 1], [32, 8, 48, 3, 0, 0]] == [rank["same"]["local"] for rank in ranks]
     # tied weights shard together; BatchNorm statistics that differ between ranks are reported once, by rank 0
     warned, quiet = ranks[0]["buffers_warning"], ranks[1]["buffers_warning"]
@@ -347,17 +353,20 @@ def test_a_rank_dying_mid_save_leaves_the_previous_checkpoint(tmp_path):
     done = torchrun(2, "die", tmp_path, directory, check=False)
     assert 0 != done.returncode
     assert "exitcode  : 17" in done.stderr  # rank 1 died in the middle of writing step 2
+    refusals = [json.loads((directory / f"refusals-rank{rank}.json").read_text()) for rank in range(2)]
+    assert refusals[0] == refusals[1]  # a failure on rank 1 alone: both ranks raised, neither hung
+    assert all(not line.endswith("no error") for line in refusals[0]), refusals
     for rank in range(2):  # before that, the ranks passed different steps to one save: both refused
         message = (directory / f"mismatch-rank{rank}.txt").read_text()
         assert "the ranks passed different step (rank 0: 5; rank 1: 6)" in message
         message = (directory / f"due-rank{rank}.txt").read_text()
         assert "save_if_due: the ranks passed different steps (from 10 to 11)" in message
     with ferry.Checkpointer(directory) as ckpt:  # also removes what the dead save left
-        assert [1] == ckpt.steps()
+        assert [1, 3] == ckpt.steps()  # step 3 was saved for the failing-restore check; step 2 never committed
         assert not [p for p in directory.iterdir() if ".ferry-tmp-" in p.name]
         model = mlp_like_worker()
         with pytest.warns(ferry.CheckpointWarning, match="saved by 2 ranks"):
-            assert 1 == ckpt.restore({"model": model})
+            assert 1 == ckpt.restore({"model": model}, step=1)
     saved = json.loads((directory / "saved-rank0.json").read_text())
     assert saved == [p.detach().flatten().tolist() for p in model.parameters()]
 
@@ -416,4 +425,39 @@ def test_metadata_with_an_unreasonable_path_is_refused(plain_process, tmp_path, 
     document["paths"]["model.w"] = path
     (tmp_path / "shards.json").write_text(json.dumps(document))
     with pytest.raises(CorruptCheckpointError, match=r"shards\.json.* is malformed"):
+        dcp.read_metadata(tmp_path)
+
+
+def edit_first_tensor(document, change):
+    name = next(fqn for fqn, info in document["tensors"].items() if info.get("size"))
+    change(document["tensors"][name], document)
+
+
+CRAFTED_METADATA = [
+    # (what is changed, what the error says)
+    (
+        lambda t, d: (t.update(size=[1 << 42]), t["chunks"][0].update(sizes=[1 << 42])),
+        r"describes [\d,]+ bytes of tensors but its shard files hold",
+    ),
+    (lambda t, d: t.update(size=[-1]), r"is not a list of non-negative integers"),
+    (lambda t, d: t["chunks"][0].update(offsets=[1]), r"reaches past its size"),
+    (lambda t, d: t["chunks"].append(dict(t["chunks"][0])), r"overlap"),
+    (lambda t, d: t.update(size=[t["size"][0] * 2]), r"hold \d+ of its \d+ elements"),
+    (lambda t, d: d["storage"][0].update(file="../elsewhere.safetensors"), r"outside the checkpoint folder"),
+]
+
+
+@pytest.mark.parametrize(("change", "words"), CRAFTED_METADATA)
+def test_crafted_metadata_is_refused_before_anything_is_allocated(plain_process, tmp_path, change, words):
+    with pytest.warns(UserWarning, match="torch.distributed is disabled"):
+        dcp_save(
+            {"w": torch.ones(4), "b": torch.zeros(2)},
+            storage_writer=dcp.FerryStorageWriter(tmp_path),
+            planner=dcp.FerrySavePlanner(),
+            no_dist=True,
+        )
+    document = json.loads((tmp_path / "shards.json").read_text())
+    edit_first_tensor(document, change)
+    (tmp_path / "shards.json").write_text(json.dumps(document))
+    with pytest.raises(CorruptCheckpointError, match=words):
         dcp.read_metadata(tmp_path)

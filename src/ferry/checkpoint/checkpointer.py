@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
 import warnings
@@ -259,17 +259,22 @@ class Checkpointer:
                 saved (listed, restorable, not saved again by :meth:`save_if_due`), its durability is not
                 confirmed, and no older checkpoint was pruned; the message says so.
         """
-        self._check_open()
-        self._check_step(step)
-        if not isinstance(state, Mapping):
-            raise CheckpointError(
-                f"state must map names to objects, got a {type(state).__name__}. Pass a dict, e.g. "
-                '{"model": model, "optimizer": optimizer}.',
-                path=self.directory,
-            )
-        clean_metrics = self._check_metrics(metrics)
-        self._wait_for_save()
         group = collective.current_group()
+
+        def check() -> dict[str, float]:
+            self._check_open()
+            self._check_step(step)
+            if not isinstance(state, Mapping):
+                raise CheckpointError(
+                    f"state must map names to objects, got a {type(state).__name__}. Pass a dict, e.g. "
+                    '{"model": model, "optimizer": optimizer}.',
+                    path=self.directory,
+                )
+            return self._check_metrics(metrics)
+
+        # Under torch.distributed a rank whose arguments are bad must not leave the others in a collective.
+        clean_metrics = collective.agree(group, check, what=f"saving step {step!r}", where=self.directory)
+        self._wait_for_save()
         if group is not None:
             return self._save_collective(step, state, clean_metrics, group)
         self._lock.acquire()
@@ -303,7 +308,7 @@ class Checkpointer:
                 "async_save=True has no effect under torch.distributed: every rank saves synchronously, so that the "
                 "checkpoint commits only after all ranks have written. Pass async_save=False to silence this.",
                 CheckpointWarning,
-                stacklevel=_user_stacklevel(),
+                stacklevel=collective.caller_stacklevel(),
             )
         final = self.path_for(step)
         what = f"saving step {step} to {str(final)!r}"
@@ -323,11 +328,14 @@ class Checkpointer:
         assert prepared is not None
         tmp, sequence = Path(prepared[0]), prepared[1]
         try:
-            sharded = collective.agree(group, lambda: collective.sharded_part(state, final), what=what, where=final)
-            others = {n: state_of(o) for n, o in state.items() if is_stateful(o) and n not in sharded.names}
-            values = {n: o for n, o in state.items() if not is_stateful(o)}
 
-            states = sharded.state_dicts()
+            def split() -> tuple[collective.Sharded, dict[str, Any], dict[str, Any], dict[str, Any]]:
+                sharded = collective.sharded_part(state, final)
+                others = {n: state_of(o) for n, o in state.items() if is_stateful(o) and n not in sharded.names}
+                values = {n: o for n, o in state.items() if not is_stateful(o)}
+                return sharded, others, values, sharded.state_dicts()
+
+            sharded, others, values, states = collective.agree(group, split, what=what, where=final)
 
             def write_local() -> None:
                 local = collective.local_tensors(states)
@@ -390,7 +398,7 @@ class Checkpointer:
                     "Use nn.SyncBatchNorm.convert_sync_batchnorm(model) before wrapping, or DDP, for buffers that "
                     "agree.",
                     CheckpointWarning,
-                    stacklevel=_user_stacklevel(),
+                    stacklevel=collective.caller_stacklevel(),
                 )
 
     def wait(self) -> None:
@@ -603,6 +611,22 @@ class Checkpointer:
         """
         group = collective.current_group()
         collective.check_same_call(group, what="restore", where=self.directory, step=step, names=sorted(state))
+        # Reading a sharded optimizer state needs a live state to read into; DCP makes one for an optimizer that has
+        # none yet (a zero-lr step). If nothing is restored, that optimizer is handed back as it came.
+        fresh = [obj for obj in state.values() if isinstance(obj, torch.optim.Optimizer) and not obj.state]
+        try:
+            restored = self._restore(state, step, group)
+        except BaseException:
+            for optimizer in fresh:
+                optimizer.state.clear()
+            raise
+        if restored is None:
+            for optimizer in fresh:
+                optimizer.state.clear()
+        return restored
+
+    def _restore(self, state: MutableMapping[str, Any], step: int | None, group: collective.Group | None) -> int | None:
+        """:meth:`restore` after the arguments are checked: try the candidates newest first."""
         folders = self._restore_candidates(step, group)
         first_error: CorruptCheckpointError | None = None
         for folder in folders:
@@ -617,12 +641,14 @@ class Checkpointer:
                         f"checkpoint {str(folder)!r} does not verify and is skipped: {err} Using the newest older "
                         "checkpoint instead; delete the bad folder once you no longer need it.",
                         CheckpointWarning,
-                        stacklevel=2,
+                        stacklevel=collective.caller_stacklevel(),
                     )
                 continue
-            step = restoring.apply(folder, state, prepared)
-            self._last_saved_step = step
-            return step
+            # Every rank applies; one that fails makes all raise, instead of leaving the others in a collective.
+            apply = functools.partial(restoring.apply, folder, state, prepared)
+            restored = collective.agree(group, apply, what=f"restoring {str(folder)!r}", where=folder)
+            self._last_saved_step = restored
+            return restored
         if first_error is not None:
             raise first_error
         return None
@@ -683,16 +709,6 @@ class Checkpointer:
         if first_error is not None:
             raise first_error
         return None
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that makes a warning point at the caller's code: the first frame outside ferry."""
-    package = str(Path(__file__).resolve().parents[1])
-    frame: FrameType | None = sys._getframe(1)
-    level = 1
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _launch_rank() -> int:

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import sys
+import types
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -50,6 +52,7 @@ __all__ = [
     "broadcast",
     "buffer_digest",
     "call_dcp",
+    "caller_stacklevel",
     "check_digest",
     "check_same_call",
     "current_group",
@@ -181,18 +184,18 @@ def check_same_call(group: Group | None, *, what: str, where: Path, **fields: An
             )
 
 
-def buffer_digest(state: Mapping[str, Any]) -> dict[str, float]:
+def buffer_digest(state: Mapping[str, Any]) -> dict[str, str]:
     """A sum per floating-point buffer of the FSDP2 (DTensor) modules in ``state``, to compare across ranks.
 
     FSDP2 shards parameters but leaves buffers (BatchNorm running statistics) to each rank, so they drift apart;
     DDP broadcasts rank 0's before each forward, so they need no check there.
     """
-    digest: dict[str, float] = {}
+    digest: dict[str, str] = {}
     for name, module in state.items():
         if isinstance(module, nn.Module) and has_dtensors(module):
             for key, buffer in module.named_buffers():
                 if buffer.is_floating_point() and not callable(getattr(buffer, "to_local", None)):
-                    digest[f"{name}.{key}"] = float(buffer.detach().double().sum())
+                    digest[f"{name}.{key}"] = repr(float(buffer.detach().double().sum()))  # nan == nan as text
     return digest
 
 
@@ -404,3 +407,13 @@ def check_digest(folder: Path, manifest: Mapping[str, Any]) -> None:
 def has_dtensors(module: nn.Module) -> bool:
     """Whether ``module``'s parameters are DTensor shards (FSDP2), as opposed to whole tensors (plain, DDP)."""
     return any(callable(getattr(param, "to_local", None)) for param in module.parameters())
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning point at the caller's code: the first frame outside ferry."""
+    package = str(Path(__file__).resolve().parents[1])
+    frame: types.FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

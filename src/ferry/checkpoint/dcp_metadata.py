@@ -39,7 +39,6 @@ METADATA_FORMAT = "ferry.dcp"
 METADATA_VERSION = 1
 #: What DCP's own FileSystemWriter names its (pickled) metadata file.
 PLAIN_DCP_METADATA = ".metadata"
-# Leading bytes of what must never be stored: a pickle (protocol 2+ starts with 0x80) or a torch.save zip archive.
 
 
 def is_plain_dcp(folder: str | os.PathLike[str]) -> bool:
@@ -118,13 +117,18 @@ def metadata_from_json(doc: Any, where: Path) -> Metadata:
             dtype = getattr(torch, info["dtype"])
             if not isinstance(dtype, torch.dtype):
                 raise TypeError(f"{info['dtype']!r} is not a dtype")
-            chunks = [ChunkStorageMetadata(torch.Size(c["offsets"]), torch.Size(c["sizes"])) for c in info["chunks"]]
+            size = _dims(info["size"])
+            chunks = [ChunkStorageMetadata(_dims(c["offsets"]), _dims(c["sizes"])) for c in info["chunks"]]
+            _check_tiling(fqn, size, chunks)
             properties = TensorProperties(dtype=dtype, requires_grad=bool(info["requires_grad"]))
-            state[fqn] = TensorStorageMetadata(properties, torch.Size(info["size"]), chunks)
+            state[fqn] = TensorStorageMetadata(properties, size, chunks)
         storage = {}
         for row in doc["storage"]:
             index = MetadataIndex(row["fqn"], row["offset"], row["index"])
-            storage[index] = {"file": str(row["file"]), "name": str(row["name"]), "kind": str(row["kind"])}
+            file = str(row["file"])
+            if Path(file).name != file or file in ("", ".", ".."):  # pieces live in the folder, nowhere else
+                raise ValueError(f"the piece {row['name']!r} is placed in {file!r}, outside the checkpoint folder")
+            storage[index] = {"file": file, "name": str(row["name"]), "kind": str(row["kind"])}
         paths = {fqn: tuple(path) for fqn, path in doc["paths"].items()}
         for fqn, path in paths.items():  # list indices within reason: a path builds the containers it names
             if not path or not all(_path_key(key, len(paths)) for key in path):
@@ -138,6 +142,49 @@ def metadata_from_json(doc: Any, where: Path) -> Metadata:
     return Metadata(state, planner_data=paths, storage_data=storage, version=doc.get("dcp_version"))
 
 
+def _dims(values: object) -> torch.Size:
+    """A list of non-negative ints as a ``torch.Size``.
+
+    Raises:
+        ValueError: anything else.
+    """
+    if not isinstance(values, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values
+    ):
+        raise ValueError(f"{values!r} is not a list of non-negative integers")
+    return torch.Size(values)
+
+
+def _check_tiling(fqn: str, size: torch.Size, chunks: list[ChunkStorageMetadata]) -> None:
+    """The chunks of a tensor lie inside it, do not overlap, and cover it: the shards are the whole tensor.
+
+    Raises:
+        ValueError: they do not (the message says how).
+    """
+    total = 1
+    for dim in size:
+        total *= dim
+    covered = 0
+    for chunk in chunks:
+        if len(chunk.offsets) != len(size) or len(chunk.sizes) != len(size):
+            raise ValueError(f"a chunk of {fqn!r} has {len(chunk.sizes)} dimensions, the tensor {len(size)}")
+        if any(o + n > d for o, n, d in zip(chunk.offsets, chunk.sizes, size, strict=True)):
+            raise ValueError(f"a chunk of {fqn!r} at {list(chunk.offsets)} reaches past its size {list(size)}")
+        volume = 1
+        for n in chunk.sizes:
+            volume *= n
+        covered += volume
+    for i, a in enumerate(chunks):
+        for b in chunks[i + 1 :]:
+            if all(
+                oa < ob + nb and ob < oa + na
+                for oa, na, ob, nb in zip(a.offsets, a.sizes, b.offsets, b.sizes, strict=True)
+            ) and all(n > 0 for n in (*a.sizes, *b.sizes)):
+                raise ValueError(f"two chunks of {fqn!r} overlap, at {list(a.offsets)} and {list(b.offsets)}")
+    if covered != total:
+        raise ValueError(f"the chunks of {fqn!r} hold {covered} of its {total} elements")
+
+
 def _path_key(key: object, entries: int) -> bool:
     """Whether ``key`` can be one step of a saved path: a str, or a list index below the number of entries."""
     if isinstance(key, str):
@@ -145,8 +192,12 @@ def _path_key(key: object, entries: int) -> bool:
     return isinstance(key, int) and not isinstance(key, bool) and 0 <= key < max(entries, 1)
 
 
-def read_metadata(folder: str | os.PathLike[str]) -> Metadata:
+def read_metadata(folder: str | os.PathLike[str], *, complete: bool = True) -> Metadata:
     """Read the DCP metadata of a sharded ferry checkpoint folder (``shards.json``).
+
+    The tensors it describes must fit in the shard files it names (a missing file holds nothing), so a crafted file
+    cannot make a reader allocate more than the folder holds. ``complete=False`` (to describe a damaged folder)
+    counts only the files that are there.
 
     Raises:
         CheckpointError: the folder has no ``shards.json``; for a folder written by DCP's ``FileSystemWriter``
@@ -176,4 +227,32 @@ def read_metadata(folder: str | os.PathLike[str]) -> Metadata:
             f"{str(path)!r} is not valid UTF-8 JSON ({err}). The checkpoint is damaged; restore another one.",
             path=path,
         ) from None
-    return metadata_from_json(doc, path)
+    metadata = metadata_from_json(doc, path)
+    _check_bytes(Path(folder), metadata, path, complete=complete)
+    return metadata
+
+
+def _check_bytes(folder: Path, metadata: Metadata, where: Path, *, complete: bool) -> None:
+    """The tensors ``shards.json`` describes fit in the shard files it names (so loading allocates no more than that).
+
+    Raises:
+        CorruptCheckpointError: they describe more bytes than the files hold.
+    """
+    described = 0
+    for info in metadata.state_dict_metadata.values():
+        if isinstance(info, TensorStorageMetadata):
+            numel = 1
+            for dim in info.size:
+                numel *= dim
+            described += numel * info.properties.dtype.itemsize
+    files = {where_["file"] for where_ in (metadata.storage_data or {}).values()}
+    present = [folder / name for name in files if (folder / name).is_file()]
+    if not complete and len(present) < len(files):
+        return
+    held = sum(path.stat().st_size for path in present)
+    if described > held:
+        raise CorruptCheckpointError(
+            f"{str(where)!r} describes {described:,} bytes of tensors but its shard files hold {held:,} bytes: the "
+            "metadata was changed or files were lost. The checkpoint is damaged; restore another one.",
+            path=where,
+        )

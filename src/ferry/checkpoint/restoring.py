@@ -57,7 +57,11 @@ def prepare(folder: Path, state: Mapping[str, Any], group: collective.Group | No
     if manifest.get("layout") != collective.LAYOUT:
         payload = collective.agree(group, lambda: load_payload(folder), what=what, where=folder)
         check_names(folder, state, payload["objects"], payload["values"])
-        return Prepared(payload["objects"], payload["values"], payload.get("rng"), None, None)
+        rng = payload.get("rng")
+        if group is not None and group.world_size != 1:  # one process's RNG states: rank 0 takes them
+            _warn_world(folder, 1, group)
+            rng = rng if group.rank == 0 else None
+        return Prepared(payload["objects"], payload["values"], rng, None, None)
     objects = dict.fromkeys(manifest.get("objects", []))
     values = dict.fromkeys(manifest.get("values", []))
 
@@ -84,6 +88,12 @@ def prepare(folder: Path, state: Mapping[str, Any], group: collective.Group | No
         return payload, read_rank_rng(folder, group, saved_world)
 
     payload, rng = collective.agree(group, read_rest, what=what, where=folder)
+    _warn_world(folder, saved_world, group)
+    return Prepared(payload["objects"], payload["values"], rng, sharded, targets)
+
+
+def _warn_world(folder: Path, saved_world: int, group: collective.Group | None) -> None:
+    """Warn (rank 0) when ``folder`` was saved by another number of ranks than this job has: not an exact resume."""
     world = 1 if group is None else group.world_size
     if saved_world != world and (group is None or group.rank == 0):
         warnings.warn(
@@ -92,9 +102,8 @@ def prepare(folder: Path, state: Mapping[str, Any], group: collective.Group | No
             f"{saved_world} only, so the run continues but does not repeat the uninterrupted one bit for bit. "
             f"Resume with {_ranks(saved_world)} for an exact resume.",
             CheckpointWarning,
-            stacklevel=4,
+            stacklevel=collective.caller_stacklevel(),
         )
-    return Prepared(payload["objects"], payload["values"], rng, sharded, targets)
 
 
 def apply(folder: Path, state: MutableMapping[str, Any], prepared: Prepared) -> int:

@@ -192,7 +192,7 @@ def inspect_sharded(folder: Path, manifest: dict[str, Any] | None, problem: str 
     """
     from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 
-    metadata_doc = dcp.read_metadata(folder)
+    metadata_doc = dcp.read_metadata(folder, complete=False)  # describe a damaged folder too
     written = manifest or _raw_manifest(folder)
     payload = (folder / MANIFEST_FILE).exists() or (folder / STATE_FILE).is_file()
     files: list[dict[str, Any]] = [
