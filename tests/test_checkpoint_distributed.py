@@ -461,3 +461,16 @@ def test_crafted_metadata_is_refused_before_anything_is_allocated(plain_process,
     (tmp_path / "shards.json").write_text(json.dumps(document))
     with pytest.raises(CorruptCheckpointError, match=words):
         dcp.read_metadata(tmp_path)
+
+
+def test_a_failed_restore_hands_a_fresh_optimizer_back_fresh(group, tmp_path):
+    model, optimizer = trained()
+    with ferry.Checkpointer(tmp_path) as ckpt:
+        ckpt.save(1, {"model": model, "optimizer": optimizer})
+        flip_byte(tmp_path / "step-000000001" / "shard-00000.safetensors")
+        fresh = mlp(seed=2)
+        fresh_optimizer = torch.optim.Adam(fresh.parameters())
+        with pytest.raises(CorruptCheckpointError), pytest.warns(ferry.CheckpointWarning, match="does not verify"):
+            ckpt.restore({"model": fresh, "optimizer": fresh_optimizer})
+    assert {} == dict(fresh_optimizer.state)  # DCP's zero-lr step to build a state to read into was undone
+    assert all(p.grad is None for p in fresh.parameters())
