@@ -61,6 +61,7 @@ __all__ = [
     "has_dtensors",
     "local_tensors",
     "metadata_digest",
+    "quiet_dcp",
     "rng_file",
     "save_sharded",
     "sharded_part",
@@ -107,7 +108,7 @@ def current_group() -> Group | None:
 
 
 @contextlib.contextmanager
-def _quiet_dcp() -> Iterator[None]:
+def quiet_dcp() -> Iterator[None]:
     """Hide DCP's notice that it runs in a single process: ferry chose that on purpose."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
@@ -342,7 +343,7 @@ def call_dcp(
     from torch.distributed.checkpoint.api import CheckpointException
 
     try:
-        with _quiet_dcp():
+        with quiet_dcp():
             call(states, **storage, no_dist=group is None or not group.distributed)
     except CheckpointException as err:
         raise _from_dcp(err, what, where) from None

@@ -17,11 +17,9 @@ so a checkpoint saved by any number of ranks loads here.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,32 +50,12 @@ def plain_dcp_error(folder: str | os.PathLike[str]) -> UnsafeCheckpointError:
     )
 
 
-@contextlib.contextmanager
-def _quiet_dcp() -> Iterator[None]:
-    """Hide DCP's notice that it runs without a process group: loading in one process is the point here."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="torch.distributed is disabled", category=UserWarning)
-        yield
-
-
 def _load_dcp(folder: Path, state_dict: dict[str, Any], reader: Any, planner: Any) -> None:
     """``dcp.load`` into ``state_dict`` in this process, DCP's exceptions turned into ferry's."""
-    from torch.distributed.checkpoint.api import CheckpointException
     from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 
-    try:
-        with _quiet_dcp():
-            dcp_load(state_dict, storage_reader=reader, planner=planner, no_dist=True)
-    except CheckpointException as err:  # raised with no_dist too: the failure of the one "rank"
-        failures = getattr(err, "failures", {}) or {}
-        for failure, _trace in failures.values():
-            if isinstance(failure, CheckpointError):
-                raise failure from None
-        raise CheckpointError(
-            f"reading the sharded checkpoint {str(folder)!r} failed: {err}. Check that it verifies "
-            f"(ferry ckpt verify {folder}).",
-            path=folder,
-        ) from err
+    storage = {"storage_reader": reader, "planner": planner}
+    collective.call_dcp(dcp_load, state_dict, storage, None, what=f"reading {str(folder)!r}", where=folder)
 
 
 def _check_manifest(folder: Path) -> dict[str, Any] | None:
@@ -112,7 +90,7 @@ def _load_plain_dcp(folder: Path) -> dict[str, Any]:
 
     reader = FileSystemReader(str(folder))
     try:
-        with _quiet_dcp():
+        with collective.quiet_dcp():
             metadata = reader.read_metadata()
     except Exception as err:  # an unpickling failure can be any exception
         raise CorruptCheckpointError(
