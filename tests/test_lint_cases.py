@@ -3,10 +3,8 @@
 Each ``# expect: N:slug ... [static]`` or ``[both]`` line must be reported by the rule for that slug, and files
 marked ``# expect: none`` must give no diagnostic at all. ``[runtime]`` expectations belong to ``ferry sanitize``.
 
-The line numbers in the case files are one more than the line of the code they describe, in every case file
-(e.g. 001 expects 27 for ``steps.to(imgs.device)``, which is line 26; 026 expects 16 and 17 for the two lines 15 and
-16). ``test_expected_lines_are_one_past_the_code`` pins that, so a corrected case file shows up here; the
-expectations are read as ``N - 1``.
+The line numbers in the case files name the line of the code itself (001 expects 26 for ``steps.to(imgs.device)``
+on line 26).
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from ferry.lint import RULES, lint_source
 
 LINT_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "lint"
 CASE_FILES = sorted(LINT_CASES.glob("*.py")) if LINT_CASES.is_dir() else []
-LINE_OFFSET = 1
 
 #: The case files' bug classes and the rules that report them.
 SLUG_RULES: dict[str, set[str]] = {
@@ -76,7 +73,7 @@ def test_the_cases_are_there() -> None:
 def test_static_expectation_is_reported(path: Path, line: int, slug: str) -> None:
     found = lint_source(path.read_text(), str(path))
     at_line = {(d.line, d.code) for d in found}
-    assert any((line - LINE_OFFSET, code) in at_line for code in SLUG_RULES[slug]), [str(d) for d in found]
+    assert any((line, code) in at_line for code in SLUG_RULES[slug]), [str(d) for d in found]
 
 
 @pytest.mark.parametrize("path", NEGATIVE)
@@ -88,13 +85,3 @@ def test_every_slug_of_the_cases_has_a_rule() -> None:
     slugs = {slug for path in CASE_FILES for _, slug in expectations(path)}
     assert slugs <= set(SLUG_RULES)
 
-
-def test_expected_lines_are_one_past_the_code() -> None:
-    """001's first expectation says line 27; the discarded move it describes is on line 26."""
-    case = LINT_CASES / "001_accelerate_sampler_weights_move_discarded.py"
-    if not case.is_file():
-        pytest.skip("shared cases not found")
-    lines = case.read_text().splitlines()
-    first = expectations(case)[0][0]
-    assert 27 == first
-    assert "steps.to(imgs.device)" == lines[first - 1 - LINE_OFFSET]

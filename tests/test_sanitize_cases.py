@@ -3,10 +3,9 @@
 For every case whose ``# runs-on:`` is cpu or gpu, each ``[runtime]`` or ``[both]`` expectation must be reported by
 the sanitizer, and ``# expect: none`` cases must give nothing. The gpu cases run under
 ``ferry.sanitize(pretend="cuda")``: on this CPU-only machine their ``.cuda()`` and ``device="cuda"`` give tensors
-that report ``cuda:0``. As for ``ferry lint`` (tests/test_lint_cases.py), the expected line numbers are one past the
-code line in the runtime expectations too: 008 expects 18 for the failing ``model.to(device)`` on line 17 (line 18 is
-never reached), 006 and 007 expect 20 for the ``.cuda()`` on line 19, 001 expects 29 for the ``imgs * scale`` on
-line 28. Slugs the sanitizer has no runtime check for yet are skipped, by name.
+that report ``cuda:0``. As for ``ferry lint`` (tests/test_lint_cases.py), an expectation's line is the line of the
+code itself: 008 expects 17 for the failing ``model.to(device)``. Slugs the sanitizer has no runtime check for yet
+are skipped, by name.
 
 How a slug is reported: ``host-sync-in-training-loop`` is a line in ``report.host_syncs`` (the sanitizer counts host
 syncs, it does not warn on each); ``loss-on-other-device`` is an ``input-on-other-device`` finding (the sanitizer has
@@ -32,7 +31,6 @@ from ferry.sanitize import SanitizeReport
 
 LINT_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "lint"
 CASE_FILES = sorted(LINT_CASES.glob("*.py")) if LINT_CASES.is_dir() else []
-LINE_OFFSET = 1
 EXPECT = re.compile(r"^# expect: (?P<line>\d+):(?P<slug>[\w-]+) .*\[(?P<where>static|runtime|both)\]\s*$")
 #: slugs with no runtime check yet: what they need is said in the skip reason
 NOT_CHECKED: dict[str, str] = {}
@@ -40,13 +38,6 @@ NOT_CHECKED: dict[str, str] = {}
 FINDING_KIND = {"loss-on-other-device": "input-on-other-device"}
 #: slugs reported as a line of ``report.host_syncs`` rather than as a finding
 HOST_SYNC_SLUGS = {"host-sync-in-training-loop"}
-#: (case number, expected line, slug) -> why the sanitizer, run as here, cannot report it (checked: strict xfail)
-CANNOT = {
-    ("004", 30, "numpy-of-device-tensor"): (
-        "line 29's .numpy() is never reached: the mismatch on line 27 (reported, 004:28) raises PyTorch's "
-        "RuntimeError first, as it would on a GPU"
-    ),
-}
 
 
 def runs_on(path: Path) -> str:
@@ -108,9 +99,6 @@ def run_case(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> San
 def expectation_marks(path: Path, line: int, slug: str) -> list[pytest.MarkDecorator]:
     if slug in NOT_CHECKED:
         return [pytest.mark.skip(reason=NOT_CHECKED[slug])]
-    cannot = CANNOT.get((path.stem[:3], line, slug))
-    if cannot is not None:
-        return [pytest.mark.xfail(strict=True, raises=AssertionError, reason=cannot)]
     return case_marks(path)
 
 
@@ -136,22 +124,15 @@ def test_there_are_runnable_cases():
     assert {runs_on(p.values[0]) for p in NEGATIVE} == {"cpu", "gpu"}
 
 
-def test_every_cannot_names_a_runtime_expectation():
-    if not LINT_CASES.is_dir():
-        pytest.skip(f"{LINT_CASES} not found")
-    ids = {(p.values[0].stem[:3], p.values[1], p.values[2]) for p in RUNTIME}
-    assert set(CANNOT) <= ids
-
-
 @pytest.mark.parametrize(("path", "line", "slug"), RUNTIME)
 def test_runtime_expectation_is_reported(path, line, slug, tmp_path, monkeypatch):
     report = run_case(path, tmp_path, monkeypatch)
     if slug in HOST_SYNC_SLUGS:
         synced = {where.line: count for where, count in report.host_syncs.items() if where.file == str(path)}
-        assert line - LINE_OFFSET in synced, synced
+        assert line in synced, synced
         return
     found = [(f.where.line, f.kind) for f in report.findings if f.where.file == str(path)]
-    assert (line - LINE_OFFSET, FINDING_KIND.get(slug, slug)) in found, found
+    assert (line, FINDING_KIND.get(slug, slug)) in found, found
 
 
 @pytest.mark.parametrize("path", NEGATIVE)

@@ -13,9 +13,9 @@ if not torch.cuda.is_available():
 chosen_device = "cuda" if torch.cuda.is_available() else "cpu"
 gpu_device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
 
-# top-level script code written for a GPU machine: only a device variable is reported
-net = nn.Linear(4, 4).cuda()
-batch = torch.randn(2, 4, device="cuda").to("cuda:0")
+# top-level script code of a file that asks which devices exist: a literal CUDA use breaks that choice
+net = nn.Linear(4, 4).cuda()  # FRY002
+batch = torch.randn(2, 4, device="cuda").to("cuda:0")  # FRY002
 parser = argparse.ArgumentParser()
 parser.add_argument("--device", default="cuda")
 
@@ -224,5 +224,5 @@ def main():
 
 
 if __name__ == "__main__":
-    demo = nn.Linear(2, 2).to("cuda")
-    print(demo(torch.randn(1, 2, device="cuda")))
+    demo = nn.Linear(2, 2).to("cuda")  # FRY002
+    print(demo(torch.randn(1, 2, device="cuda")))  # FRY002

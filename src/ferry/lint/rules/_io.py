@@ -3,7 +3,8 @@
 - :func:`device_guarded`: code that runs only after a decision on devices (an availability check, a device
   comparison, a device flag the caller sets), or inside code that exists only for CUDA.
 - :func:`cuda_constant` / :func:`cuda_device_call`: ``"cuda"``, ``"cuda:0"``, ``torch.device("cuda", 0)``.
-- :func:`script_level`, :func:`is_test_file`: top-level script code and test files, where FRY002 says less.
+- :func:`script_level`, :func:`decides_devices`, :func:`is_test_file`: top-level script code of a GPU-only script
+  and test files, where FRY002 says less.
 - :func:`device_variable`: the name of a device chosen earlier in scope, for ``map_location=`` fixes.
 """
 
@@ -117,6 +118,19 @@ def script_level(ctx: FileContext, node: ast.AST) -> bool:
         if isinstance(above, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
             return in_main_block(ctx, above)
     return True
+
+
+#: Calls that decide devices: a file making one means to run where CUDA is not available.
+DECIDING_CALLS = ("is_available", "device_count", "current_accelerator", "pick_device")
+
+
+def decides_devices(ctx: FileContext) -> bool:
+    """Whether the file asks which devices exist anywhere (``torch.cuda.is_available()``, ``ferry.pick_device()``).
+
+    A script that never asks is written for a GPU machine: its literal ``"cuda"`` uses fail at once, with a clear
+    error, elsewhere. A script that asks and then hard-codes ``"cuda"`` on another line breaks its own choice.
+    """
+    return any((ctx.call_name(call) or "").rsplit(".", 1)[-1] in DECIDING_CALLS for call in ctx.nodes(ast.Call))
 
 
 class _Guards:

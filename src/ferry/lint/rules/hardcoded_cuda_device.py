@@ -30,16 +30,18 @@ Deliberately not reported, because the code is meant for CUDA or does not place 
   library (CuPy, PyCUDA, cuda-python, Triton, Apex, TensorRT, CUTLASS, nvmath, FlashAttention).
 - Test files (``test_*.py``, ``*_test.py``, ``conftest.py``, ``testing_utils.py``): which tests need a GPU is
   decided by markers and CI configuration the linter does not see.
-- Top-level script code and ``if __name__ == "__main__":`` demo blocks: a script that writes ``.to("cuda")`` at
-  each use was written for a GPU machine, and fails at its first line elsewhere with a clear error. There only the
-  device *choice* is reported, a device variable set to a constant ``"cuda"`` (the config block of a training
-  script, where the fallback belongs and costs one line).
 - Per-rank devices (``torch.device("cuda", local_rank)``, ``.cuda(args.gpu)``, ``f"cuda:{rank}"``): multi-GPU
   code choosing its GPU.
 - Device *types*: ``device_type = "cuda"``, ``torch.autocast("cuda")``, a ``device="cuda"`` argument of a function
   of the file that only compares it or looks it up (``getattr(torch, device)``); names that say CUDA
   (``cuda_device = torch.device("cuda")``); comparisons (``x.device == torch.device("cuda")``).
 - ``argparse`` defaults (``default="cuda"``): the user chooses at each run.
+- Top-level script code and ``if __name__ == "__main__":`` blocks of a script that never asks which devices exist
+  (no ``is_available()``, ``device_count()``, ``current_accelerator()`` or ``pick_device()`` anywhere in the file):
+  it was written for a GPU machine and fails at its first CUDA line elsewhere with PyTorch's own clear error; only
+  its device *choice* is reported, a device variable set to a constant ``"cuda"`` (where the fallback belongs and
+  costs one line). In a script that does ask, every literal CUDA use outside a decision is reported: it breaks the
+  script's own choice (``device = "cuda" if torch.cuda.is_available() else "cpu"``, then ``x.cuda()``).
 
 ## Why is this bad
 The code fails on every machine without an NVIDIA GPU (a laptop, a Mac, a CPU CI runner) with "Torch not
@@ -93,6 +95,7 @@ from ferry.lint.rules._io import (
     cuda_constant,
     cuda_device_call,
     cuda_spec,
+    decides_devices,
     device_guarded,
     is_test_file,
     parameters,
@@ -333,13 +336,14 @@ def check(ctx: FileContext) -> Iterator[Finding]:
     if "cuda" not in ctx.source or is_test_file(ctx):
         return
     seen: set[ast.AST] = set()
+    gpu_script = not decides_devices(ctx)
     for node, message in _assignments(ctx):
         if node not in seen and not device_guarded(ctx, node):
             seen.add(node)
             yield Finding(node, message=message())
     for source in (_defaults(ctx), _calls(ctx)):
         for node, message in source:
-            if node in seen or script_level(ctx, node) or device_guarded(ctx, node):
+            if node in seen or (gpu_script and script_level(ctx, node)) or device_guarded(ctx, node):
                 continue
             seen.add(node)
             if isinstance(node, ast.Attribute):  # `.cuda`: report at the method, not at the start of the chain
