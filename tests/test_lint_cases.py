@@ -84,4 +84,3 @@ def test_correct_look_alike_gives_nothing(path: Path) -> None:
 def test_every_slug_of_the_cases_has_a_rule() -> None:
     slugs = {slug for path in CASE_FILES for _, slug in expectations(path)}
     assert slugs <= set(SLUG_RULES)
-
