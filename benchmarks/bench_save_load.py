@@ -136,7 +136,7 @@ def ferry_load_noverify(path: Path, device: torch.device) -> Any:
     """ferry's reader with checksum verification switched off (internal API: for measuring what it costs)."""
     import dataclasses
 
-    from ferry.checkpoint import reader
+    from ferry.checkpoint.file import reader
 
     with open(path, "rb") as f:
         header = reader.read_header(f, path, os.fstat(f.fileno()).st_size)

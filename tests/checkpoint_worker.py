@@ -225,7 +225,7 @@ def die(directory):
     ckpt.close()
     ckpt = ferry.Checkpointer(directory)
     if dist.get_rank() == 1:
-        from ferry.checkpoint import dcp
+        from ferry.checkpoint.sharded import storage as dcp
 
         write_file = dcp.writer.write_file
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from ferry.checkpoint.atomic import TMP_MARKER, atomic_file, pid_alive, remove_stale_temporaries, temporary_name
-from ferry.checkpoint.format import load, save, verify
+from ferry._fs import TMP_MARKER, atomic_file, pid_alive, remove_stale_temporaries, temporary_name
+from ferry.checkpoint.file.api import load, save, verify
 
 
 def dead_pid() -> int:

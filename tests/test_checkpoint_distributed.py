@@ -20,7 +20,7 @@ from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
 import checkpoint_worker
 import ferry
-from ferry.checkpoint import dcp
+from ferry.checkpoint.sharded import storage as dcp
 from ferry.errors import CheckpointError, CorruptCheckpointError
 
 WORKER = Path(__file__).with_name("checkpoint_worker.py")

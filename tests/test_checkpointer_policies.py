@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import ferry
-from ferry.checkpoint.lock import LOCK_FILE
+from ferry.checkpoint.run.lock import LOCK_FILE
 
 
 def steps_on_disk(directory):
@@ -76,7 +76,7 @@ def test_save_if_due_every_steps(tmp_path):
 
 def test_save_if_due_every_seconds(tmp_path, monkeypatch):
     clock = [1000.0]
-    monkeypatch.setattr("ferry.checkpoint.checkpointer.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("ferry.checkpoint.run.checkpointer.time.monotonic", lambda: clock[0])
     with ferry.Checkpointer(tmp_path, every_seconds=60, keep_last=10) as ckpt:
         assert not ckpt.save_if_due(1, {})
         clock[0] += 61
@@ -136,7 +136,7 @@ def test_async_writer_error_surfaces_on_the_next_call(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr("ferry.checkpoint.checkpointer.save", broken)
+    monkeypatch.setattr("ferry.checkpoint.run.checkpointer.save", broken)
     ckpt.save(2, {"s": 2})  # returns: the write happens in the background
     with pytest.raises(ferry.CheckpointError, match="Input/output error"):
         ckpt.wait()
@@ -152,7 +152,7 @@ def test_close_raises_a_pending_async_error(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("ferry.checkpoint.checkpointer.save", broken)
+    monkeypatch.setattr("ferry.checkpoint.run.checkpointer.save", broken)
     ckpt.save(1, {"s": 1})
     with pytest.raises(ferry.CheckpointError, match="No space left"):
         ckpt.close()

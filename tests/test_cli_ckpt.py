@@ -176,7 +176,10 @@ def test_ls_without_recorded_policy_uses_the_default(capsys, tmp_path):
     manifest_path.write_text(json.dumps(manifest))
     assert main(["ls", str(tmp_path / "run"), "--json"]) == 0
     report = _json(capsys)
-    assert (ferry.checkpoint.store.RetentionPolicy().to_json(), False) == (report["policy"], report["policy_recorded"])
+    assert (ferry.checkpoint.run.folders.RetentionPolicy().to_json(), False) == (
+        report["policy"],
+        report["policy_recorded"],
+    )
     assert {} == report["checkpoints"][0]["metrics"]
 
 

@@ -16,8 +16,8 @@ import torch.distributed.checkpoint as tdc
 from torch import nn
 
 import ferry
-from ferry.checkpoint.collective import metadata_digest
-from ferry.checkpoint.consolidate import load_sharded_folder, read_values
+from ferry.checkpoint.sharded.consolidate import load_sharded_folder, read_values
+from ferry.checkpoint.sharded.ranks import metadata_digest
 from ferry.cli.ckpt import main
 from ferry.errors import CheckpointError, UnsafeCheckpointError
 

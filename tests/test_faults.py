@@ -30,10 +30,11 @@ import pytest
 import torch
 
 import ferry
-from ferry.checkpoint import atomic, store
-from ferry.checkpoint.atomic import TMP_MARKER
-from ferry.checkpoint.format import verify
-from ferry.checkpoint.store import MANIFEST_FILE, STATE_FILE
+from ferry import _fs as atomic
+from ferry._fs import TMP_MARKER
+from ferry.checkpoint.file.api import verify
+from ferry.checkpoint.run import folders as store
+from ferry.checkpoint.run.folders import MANIFEST_FILE, STATE_FILE
 
 ERRNOS = [pytest.param(errno.ENOSPC, id="ENOSPC"), pytest.param(errno.EIO, id="EIO")]
 #: The file-system calls a save makes, each of which is made to fail in turn.

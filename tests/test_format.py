@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ferry
-from ferry.checkpoint.atomic import TMP_MARKER
-from ferry.checkpoint.format import load, save, verify
-from ferry.checkpoint.layout import DTYPES
+from ferry._fs import TMP_MARKER
+from ferry.checkpoint.file.api import load, save, verify
+from ferry.checkpoint.file.layout import DTYPES
 from ferry.errors import ArgumentError, CheckpointError, CorruptCheckpointError, DeviceError
 
 CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "checkpoints"
@@ -309,7 +309,7 @@ def test_crc32_file_with_a_flipped_bit_names_the_tensor(crc32_file: Path) -> Non
 
 
 def test_unknown_checksum_algorithm_asks_for_upgrade(tmp_path: Path) -> None:
-    from ferry.checkpoint.layout import encode_header, header_checksum
+    from ferry.checkpoint.file.layout import encode_header, header_checksum
 
     rows = [("a", "F32", [2], 0, 8)]
     metadata = {
@@ -643,7 +643,7 @@ def test_header_from_newer_ferry_asks_for_upgrade(tmp_path: Path) -> None:
 
 
 def test_file_of_a_newer_format_is_refused_with_a_request_to_upgrade(tmp_path: Path) -> None:
-    from ferry.checkpoint.layout import encode_header, header_checksum
+    from ferry.checkpoint.file.layout import encode_header, header_checksum
 
     rows = [("a", "F32", [2], 0, 8)]
     metadata = {
@@ -756,7 +756,7 @@ def test_failing_replace_or_fsync_keeps_the_old_file(
 
 def test_failure_midway_through_the_data_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path, old = old_and_new(tmp_path)
-    from ferry.checkpoint import writer
+    from ferry.checkpoint.file import writer
 
     real = writer._host_bytes
     calls = []
@@ -895,7 +895,7 @@ def big_state(seed: int = 0) -> dict[str, Any]:
 
 
 def test_large_file_data_starts_on_a_page_and_opens_in_safetensors(tmp_path: Path) -> None:
-    from ferry.checkpoint.layout import DIRECT_ALIGN, DIRECT_FROM
+    from ferry.checkpoint.file.layout import DIRECT_ALIGN, DIRECT_FROM
 
     obj = big_state()
     path = tmp_path / "big.safetensors"
@@ -914,7 +914,7 @@ def test_large_file_data_starts_on_a_page_and_opens_in_safetensors(tmp_path: Pat
 
 
 def test_without_direct_io_the_bytes_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ferry.checkpoint import writer
+    from ferry.checkpoint.file import writer
 
     obj = big_state()
     save(obj, tmp_path / "direct.safetensors")
@@ -924,7 +924,7 @@ def test_without_direct_io_the_bytes_are_the_same(tmp_path: Path, monkeypatch: p
 
 
 def test_a_refused_direct_write_falls_back_to_the_page_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ferry.checkpoint import writer
+    from ferry.checkpoint.file import writer
 
     real, calls = os.pwrite, []
 
@@ -948,7 +948,7 @@ def test_a_refused_direct_write_falls_back_to_the_page_cache(tmp_path: Path, mon
 def test_a_full_disk_during_a_large_save_keeps_the_old_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    from ferry.checkpoint import writer
+    from ferry.checkpoint.file import writer
 
     path, old = old_and_new(tmp_path)
     if where == "pwrite":
@@ -975,7 +975,7 @@ def test_a_full_disk_during_a_large_save_keeps_the_old_file(
 
 def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make reads cut tensors into many pieces, read by several threads even for a small file."""
-    from ferry.checkpoint import reader
+    from ferry.checkpoint.file import reader
 
     monkeypatch.setattr(reader, "PIECE", 64 << 10)
     monkeypatch.setattr(reader, "THREADS_FROM", 0)
@@ -987,8 +987,8 @@ def small_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_tensors_read_in_pieces_by_threads_verify_and_catch_a_flip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, algorithm: str
 ) -> None:
-    from ferry.checkpoint import writer
-    from ferry.checkpoint.layout import ALGORITHMS
+    from ferry.checkpoint.file import writer
+    from ferry.checkpoint.file.layout import ALGORITHMS
 
     if algorithm == "crc32":  # a format 1 file, as earlier ferry versions wrote
         monkeypatch.setattr(writer, "FORMAT_VERSION", "1")
@@ -1009,7 +1009,7 @@ def test_tensors_read_in_pieces_by_threads_verify_and_catch_a_flip(
 
 
 def test_pieces_hashed_out_of_order_give_the_tensor_checksum(tmp_path: Path) -> None:
-    from ferry.checkpoint import reader
+    from ferry.checkpoint.file import reader
 
     obj = {"a": torch.arange(1000.0), "b": torch.arange(10.0)}
     path = tmp_path / "t.safetensors"
@@ -1037,7 +1037,7 @@ def test_pieces_hashed_out_of_order_give_the_tensor_checksum(tmp_path: Path) -> 
 
 
 def test_a_file_that_shrinks_while_being_read_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ferry.checkpoint import reader
+    from ferry.checkpoint.file import reader
 
     path = tmp_path / "big.safetensors"
     save(big_state(), path)
@@ -1070,7 +1070,7 @@ def test_loaded_tensors_own_their_memory_and_do_not_follow_the_file(tmp_path: Pa
 
 
 def test_the_reader_reads_more_than_iov_max_tensors_per_piece(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from ferry.checkpoint import reader
+    from ferry.checkpoint.file import reader
 
     monkeypatch.setattr(reader, "_IOV_MAX", 7)
     obj = {f"t{i}": torch.full((i % 5,), float(i)) for i in range(100)}
@@ -1081,7 +1081,7 @@ def test_the_reader_reads_more_than_iov_max_tensors_per_piece(tmp_path: Path, mo
 
 
 def test_snapshots_reuse_their_buffers_and_copy_every_kind_of_tensor() -> None:
-    from ferry.checkpoint.snapshot import Snapshotter
+    from ferry.checkpoint.run.snapshot import Snapshotter
 
     base = torch.randn(64, 32)
     tree = {
@@ -1153,7 +1153,7 @@ def test_large_cuda_state_saves_through_the_direct_writer_and_loads_on_both_devi
 
 @pytest.mark.gpu
 def test_snapshots_of_cuda_tensors_land_in_reused_pinned_buffers() -> None:
-    from ferry.checkpoint.snapshot import Snapshotter
+    from ferry.checkpoint.run.snapshot import Snapshotter
 
     tree = {"w": torch.randn(1 << 20, device="cuda"), "c": torch.arange(5.0)}
     snapshots = Snapshotter()

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import torch
 
-from ferry.checkpoint.format import load, verify
-from ferry.checkpoint.legacy import _scan, restricted_unpickler_is_safe, sniff
+from ferry.checkpoint.file.api import load, verify
+from ferry.checkpoint.file.torch_save import _scan, restricted_unpickler_is_safe, sniff
 from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
 
 CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "checkpoints"

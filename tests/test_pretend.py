@@ -16,8 +16,8 @@ import pytest
 import torch
 from torch import nn
 
-from ferry.sanitize import pretend as pretend_module
-from ferry.sanitize.pretend import PATCHED_CUDA_FUNCTIONS, is_pretend, pretend_cuda, real_tensor
+from ferry.sanitizer import pretend as pretend_module
+from ferry.sanitizer.pretend import PATCHED_CUDA_FUNCTIONS, is_pretend, pretend_cuda, real_tensor
 
 CUDA0 = torch.device("cuda", 0)
 CUDA1 = torch.device("cuda", 1)
@@ -330,7 +330,7 @@ def test_gpu_cases_fail_at_runtime_where_they_would_on_a_gpu(
 ) -> None:
     path = _case(prefix, shared_cases)
     expect = [line for line in path.read_text().splitlines() if line.startswith("# expect:") and "runtime" in line]
-    lines = {int(line.split(":")[1]) - 1 for line in expect}
+    lines = {int(line.split(":")[1]) for line in expect}
     with pretend_cuda(), pytest.raises(error) as info:
         runpy.run_path(str(path), run_name="__main__")
     assert message in str(info.value)
@@ -364,7 +364,7 @@ def test_first_optimizer_in_a_fresh_process() -> None:
     # PyTorch's own, not the pretend replacements (this process imported it long ago, so use a fresh one)
     script = (
         "import torch\n"
-        "from ferry.sanitize.pretend import pretend_cuda\n"
+        "from ferry.sanitizer.pretend import pretend_cuda\n"
         "with pretend_cuda():\n"
         "    model = torch.nn.Linear(2, 2).cuda()\n"
         "    torch.optim.Adam(model.parameters()).step()\n"

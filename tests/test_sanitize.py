@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import ferry
-from ferry.sanitize import Sanitizer
+from ferry.sanitizer import Sanitizer
 
 
 class Block(nn.Module):

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import ferry
-from ferry.sanitize import SanitizeReport
+from ferry.sanitizer import SanitizeReport
 
 LINT_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "lint"
 CASE_FILES = sorted(LINT_CASES.glob("*.py")) if LINT_CASES.is_dir() else []

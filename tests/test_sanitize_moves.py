@@ -95,7 +95,7 @@ def test_meta_as_the_accelerator_counts_sync_attempts():
 def test_notebook_cells_show_their_line():
     import linecache
 
-    from ferry.sanitize import SourceLine
+    from ferry.sanitizer import SourceLine
 
     source = "x = torch.ones(2)\nx.to('meta')\ny = 1\n"
     name = "<ipython-input-7-0123abcd>"

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import ferry
-import ferry.checkpoint.format
+import ferry.checkpoint.file.api
 from ferry import CheckpointError, LoadReport, StateDictMismatchError, load_state_dict
 from ferry.checkpoint.state_dict import ShapeMismatch
 
@@ -422,7 +422,7 @@ def test_path_source_is_read_on_the_cpu_through_ferry_load(monkeypatch, tmp_path
         calls.append((path, device, trusted))
         return saved
 
-    monkeypatch.setattr(ferry.checkpoint.format, "load", fake_load)
+    monkeypatch.setattr(ferry.checkpoint.file.api, "load", fake_load)
     target = Net()
     report = load_state_dict(target, tmp_path / "net.pt")
     assert [(str(tmp_path / "net.pt"), "cpu", False)] == calls
@@ -437,7 +437,7 @@ def saved_module_of(state: dict[str, torch.Tensor]) -> nn.Module:
 
 
 def test_path_holding_a_whole_checkpoint_names_the_entry(monkeypatch, tmp_path):
-    monkeypatch.setattr(ferry.checkpoint.format, "load", lambda path, **_: {"state_dict": Net().state_dict()})
+    monkeypatch.setattr(ferry.checkpoint.file.api, "load", lambda path, **_: {"state_dict": Net().state_dict()})
     with pytest.raises(CheckpointError) as caught:
         load_state_dict(Net(), tmp_path / "ckpt.pt")
     assert 'ferry.load(path)["state_dict"]' in str(caught.value)
@@ -448,7 +448,7 @@ def load_or_skip(target: nn.Module, path: Path) -> LoadReport:
     try:
         return load_state_dict(target, path)
     except NotImplementedError:
-        pytest.skip("ferry.checkpoint.format.load is still a placeholder")
+        pytest.skip("ferry.checkpoint.file.api.load is still a placeholder")
 
 
 def test_torch_save_file_with_module_prefix(tmp_path):

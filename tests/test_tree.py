@@ -9,10 +9,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferry.checkpoint.format import load, verify
-from ferry.checkpoint.layout import Blob
-from ferry.checkpoint.tree import describe, encode, tensor_name
-from ferry.checkpoint.writer import write_file
+from ferry.checkpoint.file.api import load, verify
+from ferry.checkpoint.file.layout import Blob
+from ferry.checkpoint.file.tree import describe, encode, tensor_name
+from ferry.checkpoint.file.writer import write_file
 from ferry.errors import CorruptCheckpointError
 
 NAMES = [

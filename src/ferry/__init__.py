@@ -1,34 +1,55 @@
 """ferry: every model and tensor on the right device, and no training run ever lost.
 
-The public API at a glance; see README.md for a quickstart.
+The public API at a glance; see README.md for a quickstart. Names are imported on first use (PEP 562), so
+``import ferry`` imports no torch: ``ferry lint`` and the error classes work without it, and ``ferry.save`` pays for
+torch the first time it is called.
 """
 
-from ferry import distributed as distributed  # the submodule ferry.distributed (not in __all__)
-from ferry.checkpoint.checkpointer import Checkpointer
-from ferry.checkpoint.format import load, save, verify
-from ferry.checkpoint.state_dict import LoadReport, load_state_dict
-from ferry.devices import DeviceRecord, describe_devices, pick_device
-from ferry.errors import (
-    ArgumentError,
-    CheckpointError,
-    CheckpointWarning,
-    CorruptCheckpointError,
-    DeviceError,
-    DeviceMismatchError,
-    DistributedError,
-    FerryError,
-    FerryWarning,
-    MixedDeviceError,
-    PlacementWarning,
-    SanitizerWarning,
-    StateDictMismatchError,
-    UnsafeCheckpointError,
-)
-from ferry.placement import DeviceReport, check_devices, module_device, offload, place, to_device
-from ferry.sampler import ResumableSampler
-from ferry.sanitize import _from_environment, sanitize
+from __future__ import annotations
+
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: public name -> the module that defines it
+_NAMES: dict[str, str] = {
+    "Checkpointer": "ferry.checkpoint.run",
+    "load": "ferry.checkpoint.file",
+    "save": "ferry.checkpoint.file",
+    "verify": "ferry.checkpoint.file",
+    "LoadReport": "ferry.checkpoint.state_dict",
+    "load_state_dict": "ferry.checkpoint.state_dict",
+    "DeviceRecord": "ferry.devices",
+    "describe_devices": "ferry.devices",
+    "pick_device": "ferry.devices",
+    "ArgumentError": "ferry.errors",
+    "CheckpointError": "ferry.errors",
+    "CheckpointWarning": "ferry.errors",
+    "CorruptCheckpointError": "ferry.errors",
+    "DeviceError": "ferry.errors",
+    "DeviceMismatchError": "ferry.errors",
+    "DistributedError": "ferry.errors",
+    "FerryError": "ferry.errors",
+    "FerryWarning": "ferry.errors",
+    "MixedDeviceError": "ferry.errors",
+    "PlacementWarning": "ferry.errors",
+    "SanitizerWarning": "ferry.errors",
+    "StateDictMismatchError": "ferry.errors",
+    "UnsafeCheckpointError": "ferry.errors",
+    "DeviceReport": "ferry.placement",
+    "check_devices": "ferry.placement",
+    "module_device": "ferry.placement",
+    "offload": "ferry.placement",
+    "place": "ferry.placement",
+    "to_device": "ferry.placement",
+    "ResumableSampler": "ferry.sampler",
+    "sanitize": "ferry.sanitizer",
+}
+
+#: subpackages reachable as attributes without an import of their own (``ferry.distributed.init()``)
+_SUBMODULES = ("checkpoint", "devices", "distributed", "errors", "lint", "placement", "sampler", "sanitizer")
 
 __all__ = [
     "ArgumentError",
@@ -65,5 +86,73 @@ __all__ = [
     "verify",
 ]
 
-# FERRY_SANITIZE=1: the runtime checks for the whole process (a no-op, and no import of torch internals, unset)
-_from_environment()
+if TYPE_CHECKING:
+    from ferry import checkpoint as checkpoint
+    from ferry import devices as devices
+    from ferry import distributed as distributed
+    from ferry import errors as errors
+    from ferry import lint as lint
+    from ferry import placement as placement
+    from ferry import sampler as sampler
+    from ferry import sanitizer as sanitizer
+    from ferry.checkpoint.file import load, save, verify
+    from ferry.checkpoint.run import Checkpointer
+    from ferry.checkpoint.state_dict import LoadReport, load_state_dict
+    from ferry.devices import DeviceRecord, describe_devices, pick_device
+    from ferry.errors import (
+        ArgumentError,
+        CheckpointError,
+        CheckpointWarning,
+        CorruptCheckpointError,
+        DeviceError,
+        DeviceMismatchError,
+        DistributedError,
+        FerryError,
+        FerryWarning,
+        MixedDeviceError,
+        PlacementWarning,
+        SanitizerWarning,
+        StateDictMismatchError,
+        UnsafeCheckpointError,
+    )
+    from ferry.placement import DeviceReport, check_devices, module_device, offload, place, to_device
+    from ferry.sampler import ResumableSampler
+    from ferry.sanitizer import sanitize
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module the first time the name is used, and keep the name here."""
+    if name in _NAMES:
+        value = getattr(_import(_NAMES[name]), name)
+    elif name in _SUBMODULES:
+        value = _import(f"ferry.{name}")
+    else:
+        raise AttributeError(f"module 'ferry' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *_SUBMODULES})
+
+
+def _import(module: str) -> Any:
+    """``importlib.import_module``; a missing PyTorch becomes a :class:`ferry.FerryError` saying how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name != "torch":
+            raise
+        from ferry.errors import FerryError
+
+        raise FerryError(
+            f"{module} needs PyTorch, which is not installed in this environment ({err}). "
+            "Install the build for your machine first: `pip install torch` (CUDA) or "
+            "`pip install torch --index-url https://download.pytorch.org/whl/cpu` (CPU only), "
+            "or `pip install 'ferry[torch]'`."
+        ) from err
+
+
+# FERRY_SANITIZE=1: the runtime checks for the whole process. Unset, nothing is imported (no torch).
+if os.environ.get("FERRY_SANITIZE", "") not in ("", "0"):
+    _import("ferry.sanitizer")._from_environment()

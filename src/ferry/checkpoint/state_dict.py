@@ -177,7 +177,7 @@ def load_state_dict(
     path = None
     owned = False
     if isinstance(source, (str, os.PathLike)):
-        from ferry.checkpoint.format import load  # lazy: keeps `import ferry` light and avoids an import cycle
+        from ferry.checkpoint.file.api import load  # lazy: keeps `import ferry` light and avoids an import cycle
 
         path = os.fspath(source)
         source = load(path, device="cpu")

@@ -17,7 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "train an MLP on the bundled digits data with checkpoints and resume"),
     "env": ("env", "show the devices ferry sees, with torch, CUDA and Python versions"),
     "lint": ("lint", "find PyTorch device bugs in Python files and notebooks, and fix the safe ones"),
-    "run": ("run", "run a Python script, with --sanitize to check every torch operation for device bugs"),
+    "run": ("run_script", "run a Python script, with --sanitize to check every torch operation for device bugs"),
 }
 
 

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ferry.checkpoint import dcp, layout, legacy, reader, tree
-from ferry.checkpoint.consolidate import plain_dcp_error
-from ferry.checkpoint.format import load
-from ferry.checkpoint.store import MANIFEST_FILE, STATE_FILE, read_manifest, scan
+from ferry.checkpoint.file import layout, reader, tree
+from ferry.checkpoint.file import torch_save as legacy
+from ferry.checkpoint.file.api import load
+from ferry.checkpoint.run.folders import MANIFEST_FILE, STATE_FILE, read_manifest, scan
+from ferry.checkpoint.sharded import storage as dcp
+from ferry.checkpoint.sharded.consolidate import plain_dcp_error
 from ferry.errors import CheckpointError
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 A sharded checkpoint folder (saved under ``torch.distributed``, or by ``torch.distributed.checkpoint`` itself with
 ``--trusted``) becomes one file: every tensor whole, loaded in this process (see
-:mod:`ferry.checkpoint.consolidate`).
+:mod:`ferry.checkpoint.sharded.consolidate`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from ferry.checkpoint import dcp
-from ferry.checkpoint.consolidate import load_sharded_folder
-from ferry.checkpoint.format import load, save, verify
-from ferry.checkpoint.store import MANIFEST_FILE, STATE_FILE
+from ferry.checkpoint.file.api import load, save, verify
+from ferry.checkpoint.run.folders import MANIFEST_FILE, STATE_FILE
+from ferry.checkpoint.sharded import storage as dcp
+from ferry.checkpoint.sharded.consolidate import load_sharded_folder
 from ferry.cli.ckpt_common import KIND_NAMES, flatten, human_bytes, is_sharded, meter, resolve, sniff
 from ferry.errors import CheckpointError
 
@@ -55,7 +55,7 @@ def convert(source: Path, out: Path, *, trusted: bool = False, force: bool = Fal
 
     ``out`` is written atomically, then verified (every checksum, read back from disk). A sharded checkpoint folder
     (or a run directory whose newest checkpoint is one) is loaded whole by
-    :func:`ferry.checkpoint.consolidate.load_sharded_folder`: a Checkpointer's becomes
+    :func:`ferry.checkpoint.sharded.consolidate.load_sharded_folder`: a Checkpointer's becomes
     ``{"step", "objects", "values"}`` with each module's full ``state_dict`` among the objects; a folder written by
     DCP's own ``FileSystemWriter`` needs ``trusted`` (its metadata is a pickle).
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from ferry.checkpoint.consolidate import load_sharded_folder
-from ferry.checkpoint.format import load
+from ferry.checkpoint.file.api import load
+from ferry.checkpoint.sharded.consolidate import load_sharded_folder
 from ferry.cli.ckpt_common import Target, flatten, is_sharded, jsonable, resolve, short_repr
 
 __all__ = ["diff", "diff_main", "max_abs_diff"]

@@ -15,9 +15,10 @@ from typing import Any
 
 import torch
 
-from ferry.checkpoint import dcp, tree
-from ferry.checkpoint.consolidate import read_values
-from ferry.checkpoint.store import MANIFEST_FILE, STATE_FILE
+from ferry.checkpoint.file import tree
+from ferry.checkpoint.run.folders import MANIFEST_FILE, STATE_FILE
+from ferry.checkpoint.sharded import storage as dcp
+from ferry.checkpoint.sharded.consolidate import read_values
 from ferry.cli.ckpt_common import (
     Target,
     flatten,

@@ -9,9 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ferry.checkpoint.atomic import fsync_directory
-from ferry.checkpoint.lock import LOCK_FILE, DirectoryLock
-from ferry.checkpoint.store import CheckpointEntry, RetentionPolicy, remove_checkpoint, scan, stale_temporaries
+from ferry._fs import fsync_directory
+from ferry.checkpoint.run.folders import CheckpointEntry, RetentionPolicy, remove_checkpoint, scan, stale_temporaries
+from ferry.checkpoint.run.lock import LOCK_FILE, DirectoryLock
 from ferry.cli.ckpt_common import human_bytes, run_directory
 from ferry.errors import CheckpointError
 

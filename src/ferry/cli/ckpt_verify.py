@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ferry.checkpoint import collective, dcp
-from ferry.checkpoint.consolidate import plain_dcp_error
-from ferry.checkpoint.format import verify
-from ferry.checkpoint.store import MANIFEST_FILE, STATE_FILE, read_manifest, scan, stale_temporaries
+from ferry.checkpoint.file.api import verify
+from ferry.checkpoint.run.folders import MANIFEST_FILE, STATE_FILE, read_manifest, scan, stale_temporaries
+from ferry.checkpoint.sharded import ranks as collective
+from ferry.checkpoint.sharded import storage as dcp
+from ferry.checkpoint.sharded.consolidate import plain_dcp_error
 from ferry.cli.ckpt_common import (
     KIND_NAMES,
     Meter,
@@ -88,7 +89,7 @@ _SHARDED_KIND = "Checkpointer checkpoint (sharded)"
 def _pieces_problem(folder: Path, listed: set[str] | None) -> str | None:
     """What is wrong with where ``shards.json`` places the pieces: a file not in the manifest, a piece not there.
 
-    Only headers are read (the checksums are :func:`ferry.checkpoint.collective.verify_folder`'s job).
+    Only headers are read (the checksums are :func:`ferry.checkpoint.sharded.ranks.verify_folder`'s job).
     """
     from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 

@@ -311,7 +311,7 @@ def _write_code(data: bytes | None, text: str) -> None:
 
 def _emit(text: str, args: argparse.Namespace, *, to_stderr: bool) -> None:
     if args.output_file:
-        from ferry.checkpoint.atomic import atomic_file
+        from ferry._fs import atomic_file
 
         with atomic_file(args.output_file) as handle:
             handle.write(text.encode("utf-8"))

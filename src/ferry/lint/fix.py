@@ -21,7 +21,7 @@ import stat
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from ferry.checkpoint.atomic import atomic_file
+from ferry._fs import atomic_file
 from ferry.lint.engine import lint_source
 from ferry.lint.files import SourceFile
 from ferry.lint.model import Edit, Fix, Rule

@@ -14,7 +14,7 @@ from typing import TextIO
 
 import torch
 
-from ferry.sanitize._frames import SourceLine
+from ferry.sanitizer._frames import SourceLine
 
 #: Tensor methods that copy the value to the host and so wait for the device.
 SYNC_METHODS = frozenset(

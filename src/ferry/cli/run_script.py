@@ -4,7 +4,7 @@ Options: ``--on-error raise|warn|breakpoint`` and ``--strict`` (with ``--sanitiz
 ``--pretend``).
 
 ``--pretend cuda`` runs the script on this machine's CPU as if it had ``N`` CUDA GPUs (default 1; see
-:mod:`ferry.sanitize.pretend`): ``.cuda()`` and ``device="cuda"`` work and PyTorch's own device errors are raised as
+:mod:`ferry.sanitizer.pretend`): ``.cuda()`` and ``device="cuda"`` work and PyTorch's own device errors are raised as
 on a GPU. It does not imply ``--sanitize``: alone it only pretends; with ``--sanitize`` every sanitizer check runs
 against the pretend GPUs, so a device bug in GPU code is reported at its line on a CPU-only machine.
 
@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Sequence
 from contextlib import ExitStack
 
-from ferry.sanitize import Sanitizer
+from ferry.sanitizer import Sanitizer
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 stack.enter_context(sanitizer)
             elif options.pretend is not None:
-                from ferry.sanitize.pretend import pretend_cuda
+                from ferry.sanitizer.pretend import pretend_cuda
 
                 stack.enter_context(pretend_cuda(device_count))
             runpy.run_path(script, run_name="__main__")

@@ -34,8 +34,8 @@ from typing import BinaryIO
 import numpy as np
 import torch
 
-from ferry.checkpoint.atomic import atomic_file
-from ferry.checkpoint.layout import (
+from ferry._fs import atomic_file
+from ferry.checkpoint.file.layout import (
     ALGORITHM,
     ALGORITHM_KEY,
     CHECKSUMS_KEY,

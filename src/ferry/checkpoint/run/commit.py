@@ -20,8 +20,8 @@ from typing import Any
 
 import torch
 
-from ferry.checkpoint.atomic import atomic_file, fsync_directory
-from ferry.checkpoint.store import MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, RetentionPolicy
+from ferry._fs import atomic_file, fsync_directory
+from ferry.checkpoint.run.folders import MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, RetentionPolicy
 from ferry.errors import CheckpointError
 
 __all__ = ["commit", "manifest_fields", "save_failed", "sync_commit", "write_manifest"]

@@ -1,6 +1,6 @@
 """The pretend tensor: real CPU data that reports, and is checked against, the CUDA device it would be on.
 
-See :mod:`ferry.sanitize.pretend` for the design; this module holds the tensor subclass, PyTorch's device rules
+See :mod:`ferry.sanitizer.pretend` for the design; this module holds the tensor subclass, PyTorch's device rules
 for op outputs, the same-device check, and the differentiable moves between ``cpu`` and pretend ``cuda:i``.
 """
 

@@ -23,8 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ferry.checkpoint import collective, dcp, store
-from ferry.checkpoint.format import load
+from ferry.checkpoint.file.api import load
+from ferry.checkpoint.run import folders as store
+from ferry.checkpoint.sharded import ranks as collective
+from ferry.checkpoint.sharded import storage as dcp
 from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
 
 __all__ = ["is_sharded_folder", "load_sharded_folder", "plain_dcp_error", "read_values"]
@@ -139,7 +141,7 @@ def load_sharded_folder(folder: str | os.PathLike[str], *, trusted: bool = False
 
     Args:
         folder: A sharded Checkpointer step folder, a folder written by ``dcp.save`` with
-            :class:`ferry.checkpoint.dcp.FerryStorageWriter`, or (``trusted`` only) one written by DCP's own
+            :class:`ferry.checkpoint.sharded.storage.FerryStorageWriter`, or (``trusted`` only) one written by DCP's own
             ``FileSystemWriter``.
         trusted: Read a folder of DCP's ``FileSystemWriter``, unpickling its ``.metadata`` and values (which can run
             arbitrary code: only for folders whose origin you trust).
@@ -195,7 +197,7 @@ def read_values(folder: str | os.PathLike[str]) -> dict[str, Any]:
         ``{fqn: value}`` in the order of ``shards.json``, e.g. ``{"optimizer.param_groups.0.lr": 0.001}``.
 
     Raises:
-        CheckpointError: as :func:`ferry.checkpoint.dcp.read_metadata`.
+        CheckpointError: as :func:`ferry.checkpoint.sharded.storage.read_metadata`.
         CorruptCheckpointError: a piece fails its checksum, or a file is missing.
     """
     from torch.distributed.checkpoint.metadata import BytesStorageMetadata

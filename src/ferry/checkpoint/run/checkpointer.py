@@ -39,15 +39,18 @@ from typing import Any
 
 import torch
 
-from ferry.checkpoint import collective, commit, restoring, store
-from ferry.checkpoint.atomic import temporary_name
-from ferry.checkpoint.format import save
-from ferry.checkpoint.lock import DirectoryLock
-from ferry.checkpoint.pruning import Deleter
-from ferry.checkpoint.rng import capture_rng_state
-from ferry.checkpoint.snapshot import Snapshotter, tensor_bytes
-from ferry.checkpoint.stateful import is_stateful, state_of
-from ferry.checkpoint.store import STATE_FILE, RetentionPolicy
+from ferry._fs import temporary_name
+from ferry.checkpoint.file.api import save
+from ferry.checkpoint.run import commit
+from ferry.checkpoint.run import folders as store
+from ferry.checkpoint.run import restore as restoring
+from ferry.checkpoint.run.folders import STATE_FILE, RetentionPolicy
+from ferry.checkpoint.run.lock import DirectoryLock
+from ferry.checkpoint.run.pruning import Deleter
+from ferry.checkpoint.run.rng import capture_rng_state
+from ferry.checkpoint.run.saveable import is_stateful, state_of
+from ferry.checkpoint.run.snapshot import Snapshotter, tensor_bytes
+from ferry.checkpoint.sharded import ranks as collective
 from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError
 
 __all__ = ["Checkpointer"]

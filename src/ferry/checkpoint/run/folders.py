@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ferry.checkpoint.atomic import TMP_MARKER, pid_alive, temporary_name
+from ferry._fs import TMP_MARKER, pid_alive, temporary_name
 from ferry.errors import CheckpointError
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 STATE_FILE = "state.safetensors"
-#: The DCP metadata of a sharded checkpoint (ferry.checkpoint.dcp), as JSON.
+#: The DCP metadata of a sharded checkpoint (ferry.checkpoint.sharded.storage), as JSON.
 SHARDS_FILE = "shards.json"
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = "ferry.checkpoint"
@@ -55,7 +55,7 @@ def read_manifest(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
     """``(manifest, None)`` when ``folder`` is complete, else ``(None, what is wrong)``.
 
     Complete means: ``manifest.json`` parses, names the ferry checkpoint format, and every file it lists exists with
-    the recorded size in bytes. Checksums are not read here (see ``ferry.checkpoint.format.verify``).
+    the recorded size in bytes. Checksums are not read here (see ``ferry.checkpoint.file.api.verify``).
     """
     try:
         manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))

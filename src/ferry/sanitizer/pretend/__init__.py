@@ -67,7 +67,7 @@ import torch.utils._device
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_map
 
-from ferry.sanitize._pretend_tensor import PretendTensor, device_of, move
+from ferry.sanitizer.pretend._tensor import PretendTensor, device_of, move
 
 __all__ = ["PATCHED_CUDA_FUNCTIONS", "PretendTensor", "is_pretend", "pretend_cuda", "real_tensor"]
 

@@ -19,12 +19,12 @@ import torch
 from torch.overrides import TorchFunctionMode, resolve_name
 
 from ferry.errors import DeviceError, DeviceMismatchError
-from ferry.sanitize._frames import SourceLine, is_library, source_line, user_frame
-from ferry.sanitize._modules import ModuleStack
-from ferry.sanitize._moves import MOVE_METHODS, is_discarded
-from ferry.sanitize._pretend_tensor import pretend_numpy
-from ferry.sanitize._syncs import SYNC_METHODS, AcceleratorTest
-from ferry.sanitize._train_mode import TrainModeWatch
+from ferry.sanitizer._frames import SourceLine, is_library, source_line, user_frame
+from ferry.sanitizer._modules import ModuleStack
+from ferry.sanitizer._moves import MOVE_METHODS, is_discarded
+from ferry.sanitizer._syncs import SYNC_METHODS, AcceleratorTest
+from ferry.sanitizer._train_mode import TrainModeWatch
+from ferry.sanitizer.pretend._tensor import pretend_numpy
 
 Tensor = torch.Tensor
 
@@ -56,7 +56,7 @@ _AVAILABLE = ("cpu", "meta")
 def device_available(device_type: str) -> bool:
     """Whether this machine can serve ``device_type`` (``cpu`` and ``meta`` always; else ``torch.<type>``).
 
-    The answer is cached per ``is_available`` function, so that :func:`ferry.sanitize.pretend.pretend_cuda`, which
+    The answer is cached per ``is_available`` function, so that :func:`ferry.sanitizer.pretend.pretend_cuda`, which
     replaces ``torch.cuda.is_available`` for the duration of its block, is asked afresh inside and after it.
     """
     if device_type in ("cpu", "meta"):
@@ -114,10 +114,10 @@ class SanitizerMode(TorchFunctionMode):
             self._created(func, result)
         return result
 
-    # --- load_state_dict with a DataParallel prefix (called by ferry.sanitize._patches) ---------------------------
+    # --- load_state_dict with a DataParallel prefix (called by ferry.sanitizer._patches) ---------------------------
 
     def check_state_dict(self, module: torch.nn.Module, state_dict: Any) -> None:
-        from ferry.sanitize._patches import state_dict_error
+        from ferry.sanitizer._patches import state_dict_error
 
         if not hasattr(state_dict, "keys"):
             return

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
-from ferry.sanitize._frames import SourceLine, source_line, user_frame
+from ferry.sanitizer._frames import SourceLine, source_line, user_frame
 
 Emit = Callable[[str, SourceLine, str, "Exception | None", Any], None]
 

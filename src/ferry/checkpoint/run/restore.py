@@ -17,11 +17,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from ferry.checkpoint import collective, store
-from ferry.checkpoint.format import load
-from ferry.checkpoint.rng import restore_rng_state
-from ferry.checkpoint.stateful import is_stateful, load_into
-from ferry.checkpoint.store import STATE_FILE
+from ferry.checkpoint.file.api import load
+from ferry.checkpoint.run import folders as store
+from ferry.checkpoint.run.folders import STATE_FILE
+from ferry.checkpoint.run.rng import restore_rng_state
+from ferry.checkpoint.run.saveable import is_stateful, load_into
+from ferry.checkpoint.sharded import ranks as collective
 from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError, FerryError
 
 __all__ = ["Prepared", "apply", "check_names", "follow_device", "load_payload", "prepare"]
@@ -214,7 +215,7 @@ def plan_sharded(folder: Path, manifest: Mapping[str, Any], sharded: collective.
         CheckpointError: the live modules have keys or shapes the checkpoint lacks (the message lists them).
         CorruptCheckpointError: ``shards.json`` does not match the manifest's checksum or is malformed.
     """
-    from ferry.checkpoint import dcp
+    from ferry.checkpoint.sharded import storage as dcp
 
     collective.check_digest(folder, manifest)
     metadata = dcp.read_metadata(folder)
@@ -232,7 +233,7 @@ def read_sharded(folder: Path, group: collective.Group | None, targets: dict[str
     """
     from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 
-    from ferry.checkpoint import dcp
+    from ferry.checkpoint.sharded import storage as dcp
 
     storage = {"storage_reader": dcp.FerryStorageReader(folder), "planner": dcp.FerryLoadPlanner()}
     collective.call_dcp(dcp_load, targets, storage, group, what="reading the sharded state", where=folder)

@@ -1,7 +1,7 @@
 """Moving tensors, batches, modules and optimizer state between devices.
 
-The walk through nested containers lives in :mod:`ferry._walk`; this module holds the public API and the module and
-optimizer logic.
+The walk through nested containers lives in :mod:`ferry.placement.walk`; this module holds the public API and the
+module and optimizer logic.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from ferry._walk import _check_dtype, _input_tensors, _key, _Mover
 from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, DeviceMismatchError, MixedDeviceError, PlacementWarning
+from ferry.placement.walk import _check_dtype, _input_tensors, _key, _Mover
 
 __all__ = ["DeviceReport", "check_devices", "module_device", "offload", "place", "to_device"]
 

@@ -22,7 +22,8 @@ from typing import Any, BinaryIO
 
 import torch
 
-from ferry.checkpoint import layout, legacy, reader, tree, writer
+from ferry.checkpoint.file import layout, reader, tree, writer
+from ferry.checkpoint.file import torch_save as legacy
 from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, CheckpointError, CorruptCheckpointError
 

@@ -22,7 +22,7 @@ from torch.distributed.checkpoint.metadata import (
     TensorStorageMetadata,
 )
 
-from ferry.checkpoint import store
+from ferry.checkpoint.run import folders as store
 from ferry.errors import CheckpointError, CorruptCheckpointError
 
 __all__ = [

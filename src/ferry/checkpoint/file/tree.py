@@ -44,7 +44,7 @@ from typing import Any, TypeAlias
 
 import torch
 
-from ferry.checkpoint.layout import Blob, dtype_code
+from ferry.checkpoint.file.layout import Blob, dtype_code
 from ferry.errors import CheckpointError, CorruptCheckpointError
 
 __all__ = ["Encoded", "decode", "describe", "encode", "tensor_name"]

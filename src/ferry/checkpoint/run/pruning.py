@@ -1,7 +1,7 @@
 """Deleting pruned checkpoints on a background thread, so that pruning costs a save only a rename per folder.
 
 After a save commits, the :class:`ferry.Checkpointer` retires each checkpoint its retention policy lets go: one atomic
-rename to a temporary name (:func:`~ferry.checkpoint.store.retire_checkpoint`), so the folder stops being a
+rename to a temporary name (:func:`~ferry.checkpoint.run.folders.retire_checkpoint`), so the folder stops being a
 checkpoint at once and a crash leaves only a temporary folder that the next start removes. A :class:`Deleter` thread
 then removes the renamed folders and fsyncs the directory; deleting inline cost a save 0.13-0.23 s per GiB
 (benchmarks/RESULTS.md). The thread is joined before the next prune, and in ``wait()`` and ``close()``.
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ferry.checkpoint.atomic import fsync_directory
-from ferry.checkpoint.store import retire_checkpoint
+from ferry._fs import fsync_directory
+from ferry.checkpoint.run.folders import retire_checkpoint
 
 __all__ = ["Deleter", "FailedDeletion"]
 

@@ -39,8 +39,8 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
-from ferry.checkpoint import store
-from ferry.checkpoint.format import save, verify
+from ferry.checkpoint.file.api import save, verify
+from ferry.checkpoint.run import folders as store
 from ferry.errors import CheckpointError, CorruptCheckpointError, FerryError
 
 __all__ = [
@@ -320,7 +320,7 @@ def save_sharded(tmp: Path, group: Group | None, states: dict[str, Any]) -> None
     """
     from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
-    from ferry.checkpoint import dcp
+    from ferry.checkpoint.sharded import storage as dcp
 
     storage = {"storage_writer": dcp.FerryStorageWriter(tmp), "planner": dcp.FerrySavePlanner()}
     call_dcp(dcp_save, states, storage, group, what="writing the sharded state", where=tmp)
@@ -368,7 +368,7 @@ def verify_folder(folder: Path, manifest: Mapping[str, Any]) -> None:
     Raises:
         CorruptCheckpointError: a file fails verification (the message names it).
     """
-    from ferry.checkpoint import dcp
+    from ferry.checkpoint.sharded import storage as dcp
 
     if manifest.get("layout") != LAYOUT:
         verify(folder / store.STATE_FILE)

@@ -16,7 +16,7 @@ It reports, at the line of your code that caused it:
 ``FERRY_SANITIZE=1`` turns it on for the whole process when ferry is imported (``FERRY_ON_ERROR`` picks
 ``on_error``); ``ferry run --sanitize script.py`` runs a script under it. Unset, it costs nothing: no mode, no hooks.
 ``sanitize(pretend="cuda")`` (``ferry run --sanitize --pretend cuda``) runs the checks on a CPU-only machine against
-pretend GPUs (:mod:`ferry.sanitize.pretend`).
+pretend GPUs (:mod:`ferry.sanitizer.pretend`).
 The checks run on the thread that entered the block (torch keeps function modes per thread).
 """
 
@@ -33,18 +33,18 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Literal
 
 from ferry.errors import ArgumentError, SanitizerWarning
-from ferry.sanitize._frames import SourceLine
+from ferry.sanitizer._frames import SourceLine
 
 if TYPE_CHECKING:
-    from ferry.sanitize._mode import SanitizerMode
-    from ferry.sanitize._patches import Patches
-    from ferry.sanitize._syncs import AcceleratorTest
+    from ferry.sanitizer._mode import SanitizerMode
+    from ferry.sanitizer._patches import Patches
+    from ferry.sanitizer._syncs import AcceleratorTest
 
 __all__ = ["Finding", "SanitizeReport", "Sanitizer", "SourceLine", "sanitize"]
 
 OnError = Literal["raise", "warn", "breakpoint"]
 _ON_ERROR = ("raise", "warn", "breakpoint")
-#: What ``pretend=`` accepts: the accelerators :mod:`ferry.sanitize.pretend` can stand in for.
+#: What ``pretend=`` accepts: the accelerators :mod:`ferry.sanitizer.pretend` can stand in for.
 PRETEND_DEVICES = ("cuda",)
 
 
@@ -117,11 +117,11 @@ class Sanitizer:
         self._patches: Patches | None = None
 
     def __enter__(self) -> SanitizeReport:
-        from ferry.sanitize._mode import SanitizerMode
-        from ferry.sanitize._syncs import is_accelerator
+        from ferry.sanitizer._mode import SanitizerMode
+        from ferry.sanitizer._syncs import is_accelerator
 
         if self.pretend is not None:
-            from ferry.sanitize.pretend import pretend_cuda
+            from ferry.sanitizer.pretend import pretend_cuda
 
             # pretend outside, checks inside: the sanitizer's mode, pushed last, sees each call first (as the user
             # wrote it) and the pretend mode then runs it on the pretend devices
@@ -131,7 +131,7 @@ class Sanitizer:
             emit=self._emit, count_sync=self._count_sync, is_accelerator=self._is_accelerator or is_accelerator
         )
         self._mode.modules.install()
-        from ferry.sanitize._patches import Patches
+        from ferry.sanitizer._patches import Patches
 
         self._patches = Patches(self._mode)
         self._patches.install()
@@ -164,7 +164,7 @@ class Sanitizer:
             if pretending is not None:
                 pretending.close()
         if self.print_report:
-            from ferry.sanitize._syncs import print_host_syncs
+            from ferry.sanitizer._syncs import print_host_syncs
 
             print_host_syncs(self.report.host_syncs)
 
@@ -221,11 +221,11 @@ def sanitize(
         is_accelerator: ``device -> bool``: which devices count for host syncs. Default: all but ``cpu`` and
             ``meta``, so tensors on pretend GPUs (they report ``cuda:i``) count.
         pretend: ``"cuda"``: run the block on this machine's CPU as if it had ``device_count`` CUDA GPUs
-            (:func:`ferry.sanitize.pretend.pretend_cuda`): ``.cuda()``, ``device="cuda"`` and
+            (:func:`ferry.sanitizer.pretend.pretend_cuda`): ``.cuda()``, ``device="cuda"`` and
             ``torch.cuda.is_available()`` work, tensors report ``cuda:i`` while their data stays on the CPU, and
             every check above runs against those devices. It cannot model kernels (numerics are the CPU's), memory
             (no out-of-memory), speed, CUDA-only ops and extensions, or autocast dtypes: see the docstring of
-            :mod:`ferry.sanitize.pretend` for the full list. ``None`` (default): the devices this machine has.
+            :mod:`ferry.sanitizer.pretend` for the full list. ``None`` (default): the devices this machine has.
         device_count: How many pretend GPUs there are with ``pretend="cuda"`` (``cuda:0`` ... ``cuda:{n-1}``).
 
     Returns:

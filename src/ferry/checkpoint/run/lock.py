@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ferry.checkpoint.atomic import pid_alive, temporary_name
+from ferry._fs import pid_alive, temporary_name
 from ferry.errors import CheckpointError
 
 __all__ = ["LOCK_FILE", "DirectoryLock"]

@@ -18,7 +18,7 @@ from typing import BinaryIO
 
 import torch
 
-from ferry.checkpoint.layout import (
+from ferry.checkpoint.file.layout import (
     ALGORITHM_KEY,
     ALGORITHMS,
     CHECKSUMS_KEY,

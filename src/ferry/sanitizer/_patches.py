@@ -20,10 +20,10 @@ import torch
 from torch import nn
 
 from ferry.errors import StateDictMismatchError
-from ferry.sanitize._frames import source_line, user_frame
+from ferry.sanitizer._frames import source_line, user_frame
 
 if TYPE_CHECKING:
-    from ferry.sanitize._mode import SanitizerMode
+    from ferry.sanitizer._mode import SanitizerMode
 
 PREFIX = "module."
 
