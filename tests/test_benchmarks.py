@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
+from _support import REPO
+
 BENCHMARKS = REPO / "benchmarks"
 GPU_CHECK = REPO / "scripts" / "gpu-check"
 

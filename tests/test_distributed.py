@@ -2,7 +2,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -10,10 +9,11 @@ from torch import nn
 
 import ferry
 import ferry.distributed
+from _support import WORKERS
 from ferry.distributed import _check_backend, _init, _Launch, _launch
 from ferry.errors import ArgumentError, DistributedError
 
-WORKER = Path(__file__).with_name("distributed_worker.py")
+WORKER = WORKERS / "distributed_worker.py"
 LAUNCH = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
 
 # (environment, what _launch reads from it)

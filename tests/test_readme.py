@@ -2,7 +2,7 @@
 
 import re
 
-from conftest import REPO
+from _support import REPO
 
 
 def test_readme_quickstart_runs(tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ _NAMES: dict[str, str] = {
     "Checkpointer": "ferry.checkpoint.run",
     "load": "ferry.checkpoint.file",
     "save": "ferry.checkpoint.file",
-    "verify": "ferry.checkpoint.file",
+    "verify": "ferry.checkpoint.tools",
     "LoadReport": "ferry.checkpoint.state_dict",
     "load_state_dict": "ferry.checkpoint.state_dict",
     "DeviceRecord": "ferry.devices",
@@ -95,9 +95,10 @@ if TYPE_CHECKING:
     from ferry import placement as placement
     from ferry import sampler as sampler
     from ferry import sanitizer as sanitizer
-    from ferry.checkpoint.file import load, save, verify
+    from ferry.checkpoint.file import load, save
     from ferry.checkpoint.run import Checkpointer
     from ferry.checkpoint.state_dict import LoadReport, load_state_dict
+    from ferry.checkpoint.tools import verify
     from ferry.devices import DeviceRecord, describe_devices, pick_device
     from ferry.errors import (
         ArgumentError,

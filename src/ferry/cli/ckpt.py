@@ -1,8 +1,9 @@
 """``ferry ckpt``: list, inspect, verify, diff, convert and garbage-collect checkpoints.
 
-One module per subcommand: ``ckpt_run`` (``ls``, ``gc``: run directories), ``ckpt_inspect``, ``ckpt_verify``,
-``ckpt_diff``, ``ckpt_convert``; ``ckpt_common`` holds what they share. Every subcommand prints rich tables for
-people and, with ``--json``, one JSON object on stdout for scripts. Errors are messages on stderr, never tracebacks.
+The work is :mod:`ferry.checkpoint.tools`'s; the modules here parse arguments and print, one per subcommand:
+``ckpt_run`` (``ls``, ``gc``: run directories), ``ckpt_inspect``, ``ckpt_verify``, ``ckpt_diff``, ``ckpt_convert``;
+``ckpt_common`` holds sizes for people and the progress bar. Every subcommand prints rich tables for people and,
+with ``--json``, one JSON object on stdout for scripts. Errors are messages on stderr, never tracebacks.
 
 Exit codes:
     0   done, and clean: everything verifies; ``diff`` found no difference.
@@ -129,13 +130,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Subcommands (each takes ``--json``; the JSON objects' fields are in the docstrings of the functions named):
 
-    - ``ls DIR``: :func:`ferry.cli.ckpt_run.listing`.
-    - ``inspect PATH [--trusted]``: :func:`ferry.cli.ckpt_inspect.inspect`.
-    - ``verify PATH``: ``{"path", "ok", "checked": [Check], "notes"}`` (:class:`ferry.cli.ckpt_verify.Check`).
-    - ``diff A B [--atol X] [--trusted]``: ``{"a", "b"}`` and :func:`ferry.cli.ckpt_diff.diff`.
-    - ``convert IN OUT [--force] [--trusted]``: :func:`ferry.cli.ckpt_convert.convert`.
+    - ``ls DIR``: :func:`ferry.checkpoint.tools.list_run`.
+    - ``inspect PATH [--trusted]``: :func:`ferry.checkpoint.tools.describe`.
+    - ``verify PATH``: ``{"path", "ok", "checked": [Check], "notes"}`` (:class:`ferry.checkpoint.tools.Check`).
+    - ``diff A B [--atol X] [--trusted]``: :func:`ferry.checkpoint.tools.diff`.
+    - ``convert IN OUT [--force] [--trusted]``: :func:`ferry.checkpoint.tools.convert`.
     - ``gc DIR [--keep-last N] [--keep-every N] [--keep-best METRIC:min|max] [--dry-run]``:
-      :func:`ferry.cli.ckpt_run.collect`.
+      :func:`ferry.checkpoint.tools.collect`.
 
     Args:
         argv: The arguments after ``ferry ckpt``; ``None`` reads ``sys.argv[1:]``.

@@ -1,82 +1,18 @@
-"""``ferry ckpt ls DIR`` and ``ferry ckpt gc DIR``: a run directory's checkpoints; removing what its policy lets go."""
+"""``ferry ckpt ls DIR`` and ``gc DIR``: print :func:`~ferry.checkpoint.tools.list_run` and ``collect``."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ferry._fs import fsync_directory
-from ferry.checkpoint.run.folders import CheckpointEntry, RetentionPolicy, remove_checkpoint, scan, stale_temporaries
-from ferry.checkpoint.run.lock import LOCK_FILE, DirectoryLock
-from ferry.cli.ckpt_common import human_bytes, run_directory
+from ferry.checkpoint.run.folders import RetentionPolicy, scan
+from ferry.checkpoint.run.lock import LOCK_FILE
+from ferry.checkpoint.tools import collect, list_run, recorded_policy, run_directory
+from ferry.cli.ckpt_common import human_bytes
 from ferry.errors import CheckpointError
-
-__all__ = ["collect", "gc_main", "listing", "ls_main", "recorded_policy"]
-
-
-def recorded_policy(entries: list[CheckpointEntry]) -> tuple[RetentionPolicy, bool]:
-    """The retention policy in the newest complete manifest, and whether one was recorded (else the default)."""
-    complete = [entry for entry in entries if entry.complete]
-    manifest = complete[-1].manifest if complete else None
-    recorded = manifest is not None and isinstance(manifest.get("retention"), dict)
-    return RetentionPolicy.from_json(manifest.get("retention") if manifest else None), recorded
-
-
-def _writer(directory: Path) -> dict[str, Any] | None:
-    """Who holds the directory's write lock (``{"pid", "host"}``), as its lock file says; None when unlocked."""
-    try:
-        holder = json.loads((directory / LOCK_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return {"pid": None, "host": None}
-    if not isinstance(holder, dict):
-        return {"pid": None, "host": None}
-    return {"pid": holder.get("pid"), "host": holder.get("host")}
-
-
-def _entry_json(entry: CheckpointEntry, kept_by: list[str] | None, newest: bool) -> dict[str, Any]:
-    return {
-        "step": entry.step,
-        "folder": str(entry.folder),
-        "complete": entry.complete,
-        "problem": entry.problem,
-        "sequence": entry.sequence,
-        "created": entry.created,
-        "bytes": entry.size,
-        "metrics": entry.metrics,
-        "kept_by": kept_by,
-        "newest": newest,
-    }
-
-
-def listing(directory: Path) -> dict[str, Any]:
-    """What ``ferry ckpt ls --json`` prints for ``directory``.
-
-    Returns:
-        ``{"directory", "policy", "policy_recorded", "newest", "checkpoints": [{"step", "folder", "complete",
-        "problem", "sequence", "created", "bytes", "metrics", "kept_by", "newest"}], "stale_temporaries",
-        "writer"}``: checkpoints in save order, incomplete ones last; ``kept_by`` is ``None`` for incomplete ones;
-        ``writer`` is ``{"pid", "host"}`` from the lock file of a Checkpointer writing the directory, else ``None``.
-    """
-    entries = scan(run_directory(directory))
-    policy, recorded = recorded_policy(entries)
-    reasons = policy.reasons(entries)
-    complete = [entry for entry in entries if entry.complete]
-    newest = complete[-1].folder if complete else None
-    return {
-        "directory": str(directory),
-        "policy": policy.to_json(),
-        "policy_recorded": recorded,
-        "newest": str(newest) if newest else None,
-        "checkpoints": [_entry_json(e, reasons.get(e.folder), e.folder == newest) for e in entries],
-        "stale_temporaries": [str(path) for path in stale_temporaries(directory)],
-        "writer": _writer(directory),
-    }
 
 
 def _policy_text(policy: dict[str, Any], recorded: bool) -> str:
@@ -137,7 +73,7 @@ def _print_listing(report: dict[str, Any]) -> None:
 
 def ls_main(args: argparse.Namespace) -> int:
     """``ferry ckpt ls``: 0 when listed (incomplete checkpoints are shown, not an error)."""
-    report = listing(Path(args.dir))
+    report = list_run(args.dir)
     if args.json:
         print(json.dumps(report))
     else:
@@ -170,93 +106,6 @@ def _best(text: str) -> tuple[str, str]:
             f"--keep-best {text!r} is not METRIC:min or METRIC:max. Pass e.g. --keep-best val_loss:min, or none."
         )
     return metric, mode
-
-
-def collect(directory: Path, policy: RetentionPolicy | None = None, *, dry_run: bool = False) -> dict[str, Any]:
-    """Remove the complete checkpoints ``policy`` does not keep, and stale temporary folders.
-
-    ``dry_run`` removes nothing. The newest complete checkpoint and the best (by ``keep_best``) are never removed;
-    nor are incomplete checkpoints (they are listed, to inspect and delete by hand).
-
-    Args:
-        directory: The run directory.
-        policy: The retention policy; ``None``: the one recorded in the newest manifest (or the default).
-        dry_run: Only say what would go.
-
-    Returns:
-        ``{"directory", "policy", "dry_run", "removed": [{"step", "folder", "bytes"}], "kept": [{"step", "folder",
-        "kept_by"}], "incomplete": [{"step", "folder", "problem"}], "stale_temporaries": [path], "errors": [text]}``.
-    """
-    lock = DirectoryLock(run_directory(directory))
-    if not dry_run:  # taken before scanning, so no save or prune of a Checkpointer can interleave
-        try:
-            lock.acquire()
-        except CheckpointError as err:
-            raise CheckpointError(
-                f"ferry ckpt gc removes checkpoints only while no Checkpointer writes the directory. {err}",
-                path=directory,
-            ) from None
-    try:
-        entries = scan(directory)
-        policy = policy or recorded_policy(entries)[0]
-        reasons = policy.reasons(entries)
-        complete = [entry for entry in entries if entry.complete]
-        protected = {complete[-1].folder} if complete else set()
-        best = policy.best(complete)
-        if best is not None:
-            protected.add(best.folder)
-        doomed = [entry for entry in complete if not reasons[entry.folder] and entry.folder not in protected]
-        stale = stale_temporaries(directory)
-        removed, errors = _remove(doomed, stale, dry_run=dry_run)
-        if not dry_run and (doomed or stale):
-            fsync_directory(directory)
-    finally:
-        lock.release()
-    going = {entry.folder for entry in doomed}
-    return {
-        "directory": str(directory),
-        "policy": policy.to_json(),
-        "dry_run": dry_run,
-        "removed": removed,
-        "kept": [
-            {"step": e.step, "folder": str(e.folder), "kept_by": reasons[e.folder]}
-            for e in complete
-            if e.folder not in going
-        ],
-        "incomplete": [
-            {"step": e.step, "folder": str(e.folder), "problem": e.problem} for e in entries if not e.complete
-        ],
-        "stale_temporaries": [str(path) for path in stale],
-        "errors": errors,
-    }
-
-
-def _remove(
-    doomed: list[CheckpointEntry], stale: list[Path], *, dry_run: bool
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Remove the checkpoints ``doomed`` and the temporaries ``stale``; return what went, and what failed."""
-    removed: list[dict[str, Any]] = []
-    errors: list[str] = []
-    for entry in doomed:
-        size = entry.size
-        if not dry_run:
-            try:
-                remove_checkpoint(entry.folder)
-            except OSError as err:
-                errors.append(f"cannot remove {str(entry.folder)!r}: {err.strerror or err}")
-                continue
-        removed.append({"step": entry.step, "folder": str(entry.folder), "bytes": size})
-    for path in stale if not dry_run else ():
-        try:
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-        except FileNotFoundError:
-            continue  # gone already: another process cleaned it
-        except OSError as err:
-            errors.append(f"cannot remove {str(path)!r}: {err.strerror or err}")
-    return removed, errors
 
 
 def _print_collection(report: dict[str, Any]) -> None:

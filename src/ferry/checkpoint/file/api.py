@@ -24,13 +24,14 @@ import torch
 
 from ferry.checkpoint.file import layout, reader, tree, writer
 from ferry.checkpoint.file import torch_save as legacy
+from ferry.checkpoint.file.kinds import SNIFF_BYTES, foreign_kind, torch_save_kind
 from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, CheckpointError, CorruptCheckpointError
 
-__all__ = ["load", "open_file", "save", "verify"]
+__all__ = ["as_path", "load", "open_file", "save", "verify"]
 
 #: How many leading bytes are read to tell the kinds of file apart.
-_SNIFF = legacy.SNIFF_BYTES
+_SNIFF = SNIFF_BYTES
 
 
 def save(obj: object, path: str | os.PathLike[str]) -> None:
@@ -64,7 +65,7 @@ def save(obj: object, path: str | os.PathLike[str]) -> None:
         >>> ferry.load(f"{folder}/ckpt.safetensors")
         {'step': 3, 'weight': tensor([1., 1.])}
     """
-    target = _as_path(path, "save", obj)
+    target = as_path(path, "save", obj)
     encoded = tree.encode(obj, target)
     try:
         writer.write_file(target, encoded.tree_json, encoded.blobs)
@@ -98,13 +99,13 @@ def load(path: str | os.PathLike[str], *, device: DeviceLike = "cpu", trusted: b
         DeviceError: ``device`` does not exist on this machine.
         ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
     """
-    file = _as_path(path, "load")
+    file = as_path(path, "load")
     target_device = resolve_device(device)
     with open_file(file) as (handle, size):
         head = handle.read(_SNIFF)
         if layout.looks_like_safetensors(head):
             return _load_safetensors(handle, file, size, target_device)
-        kind = legacy.sniff(head)
+        kind = torch_save_kind(head)
         if kind is not None:
             return legacy.load_torch_file(handle, file, kind, target_device, trusted)
         raise _not_a_checkpoint(file, head, size)
@@ -122,7 +123,7 @@ def verify(path: str | os.PathLike[str]) -> None:
         UnsafeCheckpointError: a legacy pickle that would run code.
         ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
     """
-    file = _as_path(path, "verify")
+    file = as_path(path, "verify")
     with open_file(file) as (handle, size):
         head = handle.read(_SNIFF)
         if layout.looks_like_safetensors(head):
@@ -131,13 +132,13 @@ def verify(path: str | os.PathLike[str]) -> None:
                 tree.decode(header.metadata[layout.TREE_KEY], _numels(header), None, file)
             reader.verify_data(handle, header)
             return
-        kind = legacy.sniff(head)
+        kind = torch_save_kind(head)
         if kind is None:
             raise _not_a_checkpoint(file, head, size)
         legacy.verify_torch_file(handle, file, kind)
 
 
-def _as_path(path: object, function: str, obj: object = None) -> Path:
+def as_path(path: object, function: str, obj: object = None) -> Path:
     """``path`` as a Path, or an ArgumentError that says what was passed instead and what to pass."""
     if isinstance(path, (str, os.PathLike)):
         with contextlib.suppress(TypeError):  # an os.PathLike whose __fspath__ returns bytes
@@ -235,17 +236,6 @@ def _write_error(file: Path, err: OSError) -> CheckpointError:
     return CheckpointError(f"cannot save to {str(file)!r}: {what}. {kept}. {fix}.", path=file)
 
 
-_SIGNATURES = (
-    (b"\x89PNG", "a PNG image"),
-    (b"\xff\xd8\xff", "a JPEG image"),
-    (b"\x89HDF", "an HDF5 file (Keras?)"),
-    (b"\x1f\x8b", "gzip-compressed"),
-    (b"\x93NUMPY", "a NumPy .npy array"),
-    (b"GGUF", "a GGUF model file"),
-    (b"version https://git-lfs", "a Git LFS pointer: the real file was never downloaded (run git lfs pull)"),
-)
-
-
 def _not_a_checkpoint(file: Path, head: bytes, size: int) -> CorruptCheckpointError:
     if size == 0:
         return CorruptCheckpointError(
@@ -259,9 +249,7 @@ def _not_a_checkpoint(file: Path, head: bytes, size: int) -> CorruptCheckpointEr
             "truncated. Restore the file from a copy, or load an earlier checkpoint.",
             path=file,
         )
-    kind = next((name for magic, name in _SIGNATURES if head.startswith(magic)), None)
-    if kind is None and all(32 <= byte < 127 or byte in b"\t\r\n" for byte in head[:64]):
-        kind = "text"
+    kind = foreign_kind(head)
     looks = f", it looks like {kind}" if kind else ""
     return CorruptCheckpointError(
         f"{str(file)!r} is not a checkpoint{looks}: its {size} bytes start with {head[:16]!r}, which is neither a "

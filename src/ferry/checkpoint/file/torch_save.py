@@ -25,18 +25,17 @@ import zipfile
 from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Literal, TypeAlias
+from typing import Any, BinaryIO
 
 import torch
 
+from ferry.checkpoint.file.kinds import TorchSaveKind
 from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
 
-__all__ = ["SNIFF_BYTES", "Kind", "load_torch_file", "restricted_unpickler_is_safe", "sniff", "verify_torch_file"]
+__all__ = ["load_torch_file", "restricted_unpickler_is_safe", "verify_torch_file"]
 
-Kind: TypeAlias = Literal["zip", "pickle", "tar"]
 
 #: How many leading bytes :func:`sniff` is given (fewer only for a shorter file).
-SNIFF_BYTES = 512
 #: The first pickle of every legacy (non-zip) ``torch.save`` file is this number (``torch.serialization``'s).
 _MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 _OPCODES = {op.code.encode("latin-1"): op for op in pickletools.opcodes}
@@ -66,35 +65,6 @@ _FIX_PLAIN = (
     "ferry.load reads ferry.save, safetensors and torch.save files. If you trust where this file came from, read it "
     "with pickle.load and save its tensors with ferry.save(obj, path); otherwise do not open it"
 )
-
-
-def sniff(head: bytes) -> Kind | None:
-    """Which kind of ``torch.save`` file starts with ``head`` (the first 512 bytes, or all of a shorter file)."""
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
-        return "zip"
-    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:  # pickle PROTO opcode and version
-        return "pickle"
-    if head[257:262] == b"ustar":  # torch's oldest format: a tar of pickles
-        return "tar"
-    if _parses_as_old_pickle(head):  # protocols 0 and 1 have no PROTO opcode
-        return "pickle"
-    return None
-
-
-def _parses_as_old_pickle(head: bytes) -> bool:
-    """Whether ``head`` is pickle opcodes of protocol 0 or 1 up to a STOP, or (a full head) up to its end."""
-    stream = io.BytesIO(head)
-    count = 0
-    try:
-        for opcode, _, _ in pickletools.genops(stream):
-            if opcode.name in ("PROTO", "FRAME"):
-                return False
-            count += 1
-            if opcode.name == "STOP":
-                return count >= 2
-    except ValueError:  # an unknown opcode, or the head ends inside one: then a longer file goes on
-        return len(head) >= SNIFF_BYTES and count >= 16 and stream.tell() >= len(head)
-    return False  # pragma: no cover - genops ends with STOP or raises
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,7 +125,7 @@ def _modern_name(module: str, name: str) -> str:
     return f"{module}.{name}"
 
 
-def _main_pickle(handle: BinaryIO, kind: Kind) -> _Scan:
+def _main_pickle(handle: BinaryIO, kind: TorchSaveKind) -> _Scan:
     """Scan the pickle that holds a ``torch.save`` file's object: ``data.pkl``, or a legacy file's fourth pickle.
 
     Raises:
@@ -340,7 +310,7 @@ def _torch_detail(message: str) -> str:
     return detail if len(detail) <= 200 else detail[:197] + "..."
 
 
-def load_torch_file(handle: BinaryIO, path: Path, kind: Kind, device: torch.device, trusted: bool) -> Any:
+def load_torch_file(handle: BinaryIO, path: Path, kind: TorchSaveKind, device: torch.device, trusted: bool) -> Any:
     """Load a ``torch.save`` file with every tensor on ``device`` (``torch.load``'s ``map_location``).
 
     Args:
@@ -381,7 +351,7 @@ def load_torch_file(handle: BinaryIO, path: Path, kind: Kind, device: torch.devi
         raise _classify(err, path, trusted, lambda: _main_pickle(handle, kind)) from err
 
 
-def verify_torch_file(handle: BinaryIO, path: Path, kind: Kind) -> None:
+def verify_torch_file(handle: BinaryIO, path: Path, kind: TorchSaveKind) -> None:
     """Check a ``torch.save`` file: the CRC-32 of every zip entry; a legacy pickle by loading it on the CPU.
 
     Raises:

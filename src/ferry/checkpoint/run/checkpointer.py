@@ -41,10 +41,11 @@ import torch
 
 from ferry._fs import temporary_name
 from ferry.checkpoint.file.api import save
+from ferry.checkpoint.folder import SHARDS_FILE, STATE_FILE, read_manifest
 from ferry.checkpoint.run import commit
 from ferry.checkpoint.run import folders as store
 from ferry.checkpoint.run import restore as restoring
-from ferry.checkpoint.run.folders import STATE_FILE, RetentionPolicy
+from ferry.checkpoint.run.folders import RetentionPolicy
 from ferry.checkpoint.run.lock import DirectoryLock
 from ferry.checkpoint.run.pruning import Deleter
 from ferry.checkpoint.run.rng import capture_rng_state
@@ -354,8 +355,8 @@ class Checkpointer:
                 files: dict[str, dict[str, Any]] = {}
                 for path in sorted(tmp.iterdir()):
                     files[path.name] = {"bytes": path.stat().st_size}
-                if collective.METADATA_FILE in files:
-                    files[collective.METADATA_FILE]["sha256"] = collective.metadata_digest(tmp)
+                if SHARDS_FILE in files:
+                    files[SHARDS_FILE]["sha256"] = collective.metadata_digest(tmp)
                 manifest = commit.manifest_fields(
                     self.policy, step, sequence, sorted([*sharded.names, *others]), sorted(values), metrics
                 )
@@ -662,7 +663,7 @@ class Checkpointer:
         def listing() -> list[str]:
             if step is not None:
                 folder = self.path_for(step)
-                if store.read_manifest(folder)[0] is None:
+                if read_manifest(folder)[0] is None:
                     raise CheckpointError(
                         f"no complete checkpoint for step {step} in {str(self.directory)!r}; complete steps: "
                         f"{sorted(self.steps()) or 'none'}. Pass one of those, or step=None for the newest.",

@@ -21,7 +21,8 @@ from typing import Any
 import torch
 
 from ferry._fs import atomic_file, fsync_directory
-from ferry.checkpoint.run.folders import MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, RetentionPolicy
+from ferry.checkpoint.folder import MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION
+from ferry.checkpoint.run.folders import RetentionPolicy
 from ferry.errors import CheckpointError
 
 __all__ = ["commit", "manifest_fields", "save_failed", "sync_commit", "write_manifest"]

@@ -1,12 +1,12 @@
 """A run directory on disk: its checkpoint folders, their manifests, and which ones the retention policy keeps.
 
 Shared by the :class:`ferry.Checkpointer` (which writes) and ``ferry ckpt`` (which lists, verifies and collects).
+The layout of one folder is :mod:`ferry.checkpoint.folder`'s.
 Nothing here writes except :func:`retire_checkpoint` and :func:`remove_checkpoint`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -16,18 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from ferry._fs import TMP_MARKER, pid_alive, temporary_name
+from ferry.checkpoint.folder import read_manifest, step_name, step_of
 from ferry.errors import CheckpointError
 
 __all__ = [
-    "MANIFEST_FILE",
-    "MANIFEST_FORMAT",
-    "MANIFEST_VERSION",
-    "SHARDS_FILE",
-    "STATE_FILE",
     "CheckpointEntry",
     "RetentionPolicy",
-    "pid_alive",
-    "read_manifest",
     "remove_checkpoint",
     "retire_checkpoint",
     "scan",
@@ -35,48 +29,12 @@ __all__ = [
     "step_folder",
 ]
 
-STATE_FILE = "state.safetensors"
-#: The DCP metadata of a sharded checkpoint (ferry.checkpoint.sharded.storage), as JSON.
-SHARDS_FILE = "shards.json"
-MANIFEST_FILE = "manifest.json"
-MANIFEST_FORMAT = "ferry.checkpoint"
-MANIFEST_VERSION = 1
-STEP_DIGITS = 9
-_STEP_RE = re.compile(r"^step-(\d+)$")
 _TMP_RE = re.compile(re.escape(TMP_MARKER) + r"(\d+)-[0-9a-f]+$")
 
 
 def step_folder(directory: Path, step: int) -> Path:
-    """The folder of ``step`` in ``directory``: ``step-<step zero-padded to 9 digits>``."""
-    return directory / f"step-{step:0{STEP_DIGITS}d}"
-
-
-def read_manifest(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """``(manifest, None)`` when ``folder`` is complete, else ``(None, what is wrong)``.
-
-    Complete means: ``manifest.json`` parses, names the ferry checkpoint format, and every file it lists exists with
-    the recorded size in bytes. Checksums are not read here (see ``ferry.checkpoint.file.api.verify``).
-    """
-    try:
-        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None, f"no {MANIFEST_FILE} (the save did not finish, or the folder was partly deleted)"
-    except (OSError, ValueError) as err:
-        return None, f"{MANIFEST_FILE} is unreadable ({err})"
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        return None, f"{MANIFEST_FILE} is not a ferry checkpoint manifest"
-    files = manifest.get("files")
-    if not isinstance(files, dict) or not files:
-        return None, f"{MANIFEST_FILE} lists no files"
-    for name, info in files.items():
-        try:
-            size = (folder / name).stat().st_size
-        except OSError:
-            return None, f"{name} is missing"
-        expected = info.get("bytes") if isinstance(info, dict) else None
-        if size != expected:
-            return None, f"{name} is {size} bytes, the manifest says {expected}"
-    return manifest, None
+    """The folder of ``step`` in ``directory``: ``directory / step_name(step)``."""
+    return directory / step_name(step)
 
 
 @dataclass(frozen=True)
@@ -138,10 +96,10 @@ def scan(directory: Path) -> list[CheckpointEntry]:
     except FileNotFoundError:
         return []
     for child in children:
-        match = _STEP_RE.match(child.name)
-        if match and child.is_dir():
+        step = step_of(child.name)
+        if step is not None and child.is_dir():
             manifest, problem = read_manifest(child)
-            entries.append(CheckpointEntry(int(match.group(1)), child, manifest, problem))
+            entries.append(CheckpointEntry(step, child, manifest, problem))
     return sorted(entries, key=lambda e: (not e.complete, e.sequence, e.step))
 
 

@@ -18,8 +18,7 @@ import torch
 from torch import nn
 
 from ferry.checkpoint.file.api import load
-from ferry.checkpoint.run import folders as store
-from ferry.checkpoint.run.folders import STATE_FILE
+from ferry.checkpoint.folder import STATE_FILE, read_manifest, rng_file
 from ferry.checkpoint.run.rng import restore_rng_state
 from ferry.checkpoint.run.saveable import is_stateful, load_into
 from ferry.checkpoint.sharded import ranks as collective
@@ -49,7 +48,7 @@ def prepare(folder: Path, state: Mapping[str, Any], group: collective.Group | No
     what = f"restoring {str(folder)!r}"
 
     def manifest_of() -> dict[str, Any]:
-        manifest, problem = store.read_manifest(folder)
+        manifest, problem = read_manifest(folder)
         if manifest is None:
             raise CorruptCheckpointError(f"checkpoint {str(folder)!r} is incomplete: {problem}.", path=folder)
         return manifest
@@ -148,7 +147,7 @@ def apply(folder: Path, state: MutableMapping[str, Any], prepared: Prepared) -> 
         state[name] = follow_device(values[name], state[name])
     if prepared.rng is not None:
         restore_rng_state(prepared.rng, where=str(folder))
-    manifest = store.read_manifest(folder)[0] or {}
+    manifest = read_manifest(folder)[0] or {}
     return int(manifest.get("step", folder.name.removeprefix("step-")))
 
 
@@ -357,4 +356,4 @@ def read_rank_rng(folder: Path, group: collective.Group | None, saved_world: int
     rank = 0 if group is None else group.rank
     if rank >= saved_world:
         return None
-    return load(folder / collective.rng_file(rank))
+    return load(folder / rng_file(rank))

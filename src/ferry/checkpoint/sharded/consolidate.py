@@ -24,32 +24,20 @@ from pathlib import Path
 from typing import Any
 
 from ferry.checkpoint.file.api import load
-from ferry.checkpoint.run import folders as store
+from ferry.checkpoint.folder import (
+    MANIFEST_FILE,
+    PLAIN_DCP_METADATA,
+    SHARDS_FILE,
+    STATE_FILE,
+    is_plain_dcp,
+    plain_dcp_error,
+    read_manifest,
+)
 from ferry.checkpoint.sharded import ranks as collective
 from ferry.checkpoint.sharded import storage as dcp
-from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
+from ferry.errors import CheckpointError, CorruptCheckpointError
 
-__all__ = ["is_sharded_folder", "load_sharded_folder", "plain_dcp_error", "read_values"]
-
-
-def is_sharded_folder(folder: str | os.PathLike[str]) -> bool:
-    """Whether ``folder`` holds state saved through DCP: ferry's ``shards.json`` or DCP's own ``.metadata``."""
-    return (Path(folder) / dcp.METADATA_FILE).is_file() or dcp.is_plain_dcp(folder)
-
-
-def plain_dcp_error(folder: str | os.PathLike[str]) -> UnsafeCheckpointError:
-    """The error for a folder written by DCP's ``FileSystemWriter`` that ferry was asked to read without trust.
-
-    The message says what the folder is, why ferry does not read it (its ``.metadata`` is a pickle), and the command
-    that converts it once its origin is trusted.
-    """
-    return UnsafeCheckpointError(
-        f"{str(folder)!r} was written by torch.distributed.checkpoint's FileSystemWriter: its "
-        f"{dcp.PLAIN_DCP_METADATA} (and any non-tensor value) is a pickle, which can run arbitrary code when loaded, "
-        "so ferry does not read it. If you trust where it came from, convert it once to a ferry file and use that: "
-        f"ferry ckpt convert --trusted {folder} OUT.safetensors",
-        path=folder,
-    )
+__all__ = ["load_sharded_folder", "read_values"]
 
 
 def _load_dcp(folder: Path, state_dict: dict[str, Any], reader: Any, planner: Any) -> None:
@@ -67,21 +55,21 @@ def _check_manifest(folder: Path) -> dict[str, Any] | None:
         CheckpointError: the manifest lists files that are missing or have another size.
         CorruptCheckpointError: ``shards.json`` differs from what the manifest recorded.
     """
-    if not (folder / store.MANIFEST_FILE).exists():
+    if not (folder / MANIFEST_FILE).exists():
         return None
-    manifest, problem = store.read_manifest(folder)
+    manifest, problem = read_manifest(folder)
     if manifest is None:
         raise CheckpointError(
             f"checkpoint folder {str(folder)!r} is incomplete: {problem}. Restore it from a copy, or use another "
             "checkpoint (ferry ckpt ls lists them).",
             path=folder,
         )
-    expected = (manifest["files"].get(dcp.METADATA_FILE) or {}).get("sha256")
+    expected = (manifest["files"].get(SHARDS_FILE) or {}).get("sha256")
     if expected is not None and collective.metadata_digest(folder) != expected:
         raise CorruptCheckpointError(
-            f"{str(folder / dcp.METADATA_FILE)!r} does not have the SHA-256 its manifest recorded: it was changed "
+            f"{str(folder / SHARDS_FILE)!r} does not have the SHA-256 its manifest recorded: it was changed "
             "after the checkpoint was saved. Restore the folder from a copy, or use another checkpoint.",
-            path=folder / dcp.METADATA_FILE,
+            path=folder / SHARDS_FILE,
         )
     return manifest
 
@@ -96,7 +84,7 @@ def _load_plain_dcp(folder: Path) -> dict[str, Any]:
             metadata = reader.read_metadata()
     except Exception as err:  # an unpickling failure can be any exception
         raise CorruptCheckpointError(
-            f"cannot read {str(folder / dcp.PLAIN_DCP_METADATA)!r} ({type(err).__name__}: {err}). It is damaged or "
+            f"cannot read {str(folder / PLAIN_DCP_METADATA)!r} ({type(err).__name__}: {err}). It is damaged or "
             "from another torch version; load it with the torch that wrote it.",
             path=folder,
         ) from err
@@ -161,10 +149,10 @@ def load_sharded_folder(folder: str | os.PathLike[str], *, trusted: bool = False
         CorruptCheckpointError: a file fails its checksum, is missing, or does not match the metadata.
     """
     path = Path(folder)
-    if not (path / dcp.METADATA_FILE).is_file():
-        if not dcp.is_plain_dcp(path):
+    if not (path / SHARDS_FILE).is_file():
+        if not is_plain_dcp(path):
             raise CheckpointError(
-                f"{str(path)!r} holds no sharded checkpoint (no {dcp.METADATA_FILE}, no {dcp.PLAIN_DCP_METADATA}). "
+                f"{str(path)!r} holds no sharded checkpoint (no {SHARDS_FILE}, no {PLAIN_DCP_METADATA}). "
                 "Pass a step folder saved under torch.distributed, or a folder written by "
                 "torch.distributed.checkpoint.save.",
                 path=path,
@@ -175,14 +163,14 @@ def load_sharded_folder(folder: str | os.PathLike[str], *, trusted: bool = False
     manifest = _check_manifest(path)
     state_dict = dcp.empty_state_dict(dcp.read_metadata(path))
     _load_dcp(path, state_dict, dcp.FerryStorageReader(path), dcp.FerryLoadPlanner())
-    if manifest is None or not (path / store.STATE_FILE).is_file():
+    if manifest is None or not (path / STATE_FILE).is_file():
         return state_dict
-    payload = load(path / store.STATE_FILE)
+    payload = load(path / STATE_FILE)
     if not isinstance(payload, dict) or not {"step", "objects", "values"} <= payload.keys():
         raise CorruptCheckpointError(
-            f"{str(path / store.STATE_FILE)!r} is not a Checkpointer checkpoint (no step/objects/values). The "
+            f"{str(path / STATE_FILE)!r} is not a Checkpointer checkpoint (no step/objects/values). The "
             "checkpoint is damaged; restore another one.",
-            path=path / store.STATE_FILE,
+            path=path / STATE_FILE,
         )
     objects = {**payload["objects"], **{name: _numbered(value) for name, value in state_dict.items()}}
     return {"step": payload["step"], "objects": dict(sorted(objects.items())), "values": payload["values"]}

@@ -22,28 +22,17 @@ from torch.distributed.checkpoint.metadata import (
     TensorStorageMetadata,
 )
 
-from ferry.checkpoint.run import folders as store
+from ferry.checkpoint.folder import SHARDS_FILE, is_plain_dcp
 from ferry.errors import CheckpointError, CorruptCheckpointError
 
 __all__ = [
-    "METADATA_FILE",
-    "PLAIN_DCP_METADATA",
-    "is_plain_dcp",
     "metadata_from_json",
     "metadata_to_json",
     "read_metadata",
 ]
 
-METADATA_FILE = store.SHARDS_FILE
 METADATA_FORMAT = "ferry.dcp"
 METADATA_VERSION = 1
-#: What DCP's own FileSystemWriter names its (pickled) metadata file.
-PLAIN_DCP_METADATA = ".metadata"
-
-
-def is_plain_dcp(folder: str | os.PathLike[str]) -> bool:
-    """Whether ``folder`` was written by DCP's own ``FileSystemWriter`` (a pickled ``.metadata`` file)."""
-    return (Path(folder) / PLAIN_DCP_METADATA).is_file()
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -204,7 +193,7 @@ def read_metadata(folder: str | os.PathLike[str], *, complete: bool = True) -> M
             (pickled ``.metadata``) the message says how to convert it.
         CorruptCheckpointError: ``shards.json`` is not valid.
     """
-    path = Path(folder) / METADATA_FILE
+    path = Path(folder) / SHARDS_FILE
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -216,7 +205,7 @@ def read_metadata(folder: str | os.PathLike[str], *, complete: bool = True) -> M
                 path=folder,
             ) from None
         raise CheckpointError(
-            f"{str(folder)!r} has no {METADATA_FILE}: it is not a sharded ferry checkpoint.", path=folder
+            f"{str(folder)!r} has no {SHARDS_FILE}: it is not a sharded ferry checkpoint.", path=folder
         ) from None
     except OSError as err:
         raise CheckpointError(f"cannot read {str(path)!r}: {err.strerror}.", path=path) from err

@@ -40,12 +40,11 @@ import torch
 from torch import nn
 
 from ferry.checkpoint.file.api import save, verify
-from ferry.checkpoint.run import folders as store
+from ferry.checkpoint.folder import SHARDS_FILE, STATE_FILE, rng_file
 from ferry.errors import CheckpointError, CorruptCheckpointError, FerryError
 
 __all__ = [
     "LAYOUT",
-    "METADATA_FILE",
     "Group",
     "Sharded",
     "agree",
@@ -62,7 +61,6 @@ __all__ = [
     "local_tensors",
     "metadata_digest",
     "quiet_dcp",
-    "rng_file",
     "save_sharded",
     "sharded_part",
     "verify_folder",
@@ -72,11 +70,6 @@ __all__ = [
 #: The manifest's "layout" for checkpoints saved under a process group.
 LAYOUT = "sharded"
 _T = TypeVar("_T")
-
-
-def rng_file(rank: int) -> str:
-    """The file of ``rank``'s RNG states: ``rng-<rank zero-padded to 5>.safetensors``."""
-    return f"rng-{rank:05d}.safetensors"
 
 
 @dataclass(frozen=True)
@@ -297,7 +290,7 @@ def write_rank_files(
     save(rng, tmp / rng_file(group.rank))
     if group.rank == 0:
         payload = {"step": step, "objects": dict(others), "values": dict(values), "world_size": group.world_size}
-        save(payload, tmp / store.STATE_FILE)
+        save(payload, tmp / STATE_FILE)
 
 
 def local_tensors(tree: Any) -> Any:
@@ -371,7 +364,7 @@ def verify_folder(folder: Path, manifest: Mapping[str, Any]) -> None:
     from ferry.checkpoint.sharded import storage as dcp
 
     if manifest.get("layout") != LAYOUT:
-        verify(folder / store.STATE_FILE)
+        verify(folder / STATE_FILE)
         return
     check_digest(folder, manifest)
     dcp.read_metadata(folder)  # parses and checks shards.json
@@ -381,12 +374,11 @@ def verify_folder(folder: Path, manifest: Mapping[str, Any]) -> None:
 
 
 #: The metadata file of the DCP part, listed in the manifest with its SHA-256.
-METADATA_FILE = store.SHARDS_FILE
 
 
 def metadata_digest(folder: Path) -> str:
     """The SHA-256 of ``shards.json`` (hex), recorded in the manifest and checked before the metadata is used."""
-    return hashlib.sha256((folder / METADATA_FILE).read_bytes()).hexdigest()
+    return hashlib.sha256((folder / SHARDS_FILE).read_bytes()).hexdigest()
 
 
 def check_digest(folder: Path, manifest: Mapping[str, Any]) -> None:
@@ -395,13 +387,13 @@ def check_digest(folder: Path, manifest: Mapping[str, Any]) -> None:
     Raises:
         CorruptCheckpointError: it was changed after the save (the message gives both digests).
     """
-    expected = (manifest.get("files", {}).get(METADATA_FILE) or {}).get("sha256")
+    expected = (manifest.get("files", {}).get(SHARDS_FILE) or {}).get("sha256")
     got = metadata_digest(folder)
     if got != expected:
         raise CorruptCheckpointError(
-            f"{str(folder / METADATA_FILE)!r} has SHA-256 {got}, the manifest says {expected}: the metadata of the "
+            f"{str(folder / SHARDS_FILE)!r} has SHA-256 {got}, the manifest says {expected}: the metadata of the "
             "sharded checkpoint was changed after it was saved. Restore another checkpoint.",
-            path=folder / METADATA_FILE,
+            path=folder / SHARDS_FILE,
         )
 
 

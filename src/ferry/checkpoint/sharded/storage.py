@@ -58,34 +58,23 @@ from ferry._fs import atomic_file
 from ferry.checkpoint.file import api as ferry_format
 from ferry.checkpoint.file import reader, tree, writer
 from ferry.checkpoint.file.layout import Blob
+from ferry.checkpoint.folder import SHARDS_FILE, shard_file
 from ferry.checkpoint.sharded.metadata import (
-    METADATA_FILE,
-    PLAIN_DCP_METADATA,
-    is_plain_dcp,
     metadata_to_json,
     read_metadata,
 )
 from ferry.errors import CheckpointError, CorruptCheckpointError
 
 __all__ = [
-    "METADATA_FILE",
-    "PLAIN_DCP_METADATA",
     "FerryLoadPlanner",
     "FerrySavePlanner",
     "FerryStorageReader",
     "FerryStorageWriter",
     "empty_state_dict",
-    "is_plain_dcp",
     "read_metadata",
-    "shard_file",
 ]
 
 _PICKLE_MAGIC = (b"\x80", b"PK\x03\x04")
-
-
-def shard_file(rank: int) -> str:
-    """The name of the file holding the pieces written by ``rank``: ``shard-<rank zero-padded to 5>.safetensors``."""
-    return f"shard-{rank:05d}.safetensors"
 
 
 # -- values that are not tensors ----------------------------------------------------------------------------------
@@ -300,7 +289,7 @@ class FerryStorageWriter(StorageWriter):
         """Write ``shards.json`` (coordinator only): the metadata with every piece's file and name."""
         storage = {result.index: result.storage_data for rank_results in results for result in rank_results}
         document = metadata_to_json(dataclasses.replace(metadata, storage_data=storage))
-        with atomic_file(self.path / METADATA_FILE) as handle:
+        with atomic_file(self.path / SHARDS_FILE) as handle:
             handle.write(json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
 
     def storage_meta(self) -> None:
@@ -367,7 +356,7 @@ class FerryStorageReader(StorageReader):
             where = self._storage.get(item.storage_index)
             if where is None:
                 raise CorruptCheckpointError(
-                    f"{str(self.path / METADATA_FILE)!r} does not say where the piece "
+                    f"{str(self.path / SHARDS_FILE)!r} does not say where the piece "
                     f"{_piece_key(item.storage_index)!r} is. The checkpoint is damaged; restore another one.",
                     path=self.path,
                 )
@@ -399,7 +388,7 @@ class FerryStorageReader(StorageReader):
     @classmethod
     def validate_checkpoint_id(cls, checkpoint_id: str | os.PathLike[str]) -> bool:
         """A folder holding ``shards.json``."""
-        return (Path(checkpoint_id) / METADATA_FILE).is_file()
+        return (Path(checkpoint_id) / SHARDS_FILE).is_file()
 
 
 def read_pieces(path: Path, names: set[str]) -> dict[str, torch.Tensor]:
@@ -421,7 +410,7 @@ def read_pieces(path: Path, names: set[str]) -> dict[str, torch.Tensor]:
             missing = names - {entry.name for entry in wanted}
             if missing:
                 raise CorruptCheckpointError(
-                    f"{str(path)!r} lacks the pieces {sorted(missing)} that {METADATA_FILE} places there. The "
+                    f"{str(path)!r} lacks the pieces {sorted(missing)} that {SHARDS_FILE} places there. The "
                     "checkpoint is damaged; restore another one.",
                     path=path,
                 )

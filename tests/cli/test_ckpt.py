@@ -13,10 +13,10 @@ from rich.console import Console
 from torch import nn
 
 import ferry
+from ferry.checkpoint.tools import flatten, max_abs_diff
 from ferry.cli import main as ferry_main
 from ferry.cli.ckpt import main
-from ferry.cli.ckpt_common import flatten, human_bytes, meter
-from ferry.cli.ckpt_diff import max_abs_diff
+from ferry.cli.ckpt_common import human_bytes, meter
 
 # Shared cases (../shared/cases/checkpoints): file -> what `ferry ckpt inspect --json` calls it.
 LOADABLE_CASES = [
@@ -364,7 +364,7 @@ def test_verify_unsafe_pickle_is_a_finding(capsys, tmp_path):
     assert main(["verify", str(path), "--json"]) == 1
     (check,) = _json(capsys)["checked"]
     assert "torch.save file (legacy pickle)" == check["kind"]
-    assert "test_cli_ckpt.Note" in check["problem"]
+    assert f"{Note.__module__}.Note" in check["problem"]
 
 
 def test_verify_missing_path(capsys, tmp_path):

@@ -1,14 +1,13 @@
 """The Checkpointer under torch.distributed: sharded layout, DCP storage, resharding, faults, exact resume.
 
 Fast tests run in this process inside a 1-rank gloo process group (the same code path as N ranks, every collective
-included); the ``slow`` ones launch 1, 2 and 4 ranks with torchrun (tests/checkpoint_worker.py).
+included); the ``slow`` ones launch 1, 2 and 4 ranks with torchrun (tests/_workers/checkpoint_worker.py).
 """
 
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,10 +19,12 @@ from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
 import checkpoint_worker
 import ferry
+from _support import WORKERS
+from ferry.checkpoint.folder import is_plain_dcp
 from ferry.checkpoint.sharded import storage as dcp
 from ferry.errors import CheckpointError, CorruptCheckpointError
 
-WORKER = Path(__file__).with_name("checkpoint_worker.py")
+WORKER = WORKERS / "checkpoint_worker.py"
 LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "FERRY_DEVICE")
 
 
@@ -243,7 +244,7 @@ def test_read_metadata_refuses_plain_dcp_folders(plain_process, tmp_path):
 
     with pytest.warns(UserWarning, match="torch.distributed is disabled"):
         dcp_save({"w": torch.ones(2)}, storage_writer=FileSystemWriter(tmp_path), no_dist=True)
-    assert dcp.is_plain_dcp(tmp_path)
+    assert is_plain_dcp(tmp_path)
     with pytest.raises(CheckpointError, match=r"pickle.*ferry ckpt convert --trusted"):
         dcp.read_metadata(tmp_path)
 

@@ -1,4 +1,4 @@
-"""Run by tests/test_checkpoint_distributed.py under torchrun: the Checkpointer on several ranks.
+"""Run by tests/checkpoint/sharded/test_ranks.py under torchrun: the Checkpointer on several ranks.
 
 Usage: python -m torch.distributed.run --standalone --nproc-per-node N checkpoint_worker.py SCENARIO OUT_DIR [ARGS]
 

@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 import torch
 
+from _support import CASES as SHARED_CASES
 from ferry.checkpoint.file.api import load, verify
-from ferry.checkpoint.file.torch_save import _scan, restricted_unpickler_is_safe, sniff
+from ferry.checkpoint.file.kinds import torch_save_kind as sniff
+from ferry.checkpoint.file.torch_save import _scan, restricted_unpickler_is_safe
 from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "checkpoints"
+CASES = SHARED_CASES / "checkpoints"
 
 
 def case(name: str) -> Path:
@@ -121,7 +123,10 @@ def test_trusted_load_of_a_class_that_cannot_be_imported_says_so(tmp_path: Path)
     buffer = io.BytesIO()
     torch.save({"config": Harmless(3)}, buffer)
     # point the pickle at a module that does not exist
-    path.write_bytes(buffer.getvalue().replace(b"test_legacy", b"gone_module"[: len(b"test_legacy")]))
+    module = Harmless.__module__.encode()
+    path.write_bytes(
+        buffer.getvalue().replace(module, b"gone_module_" * (len(module) // 12) + b"x" * (len(module) % 12))
+    )
     with pytest.raises(CheckpointError, match="not importable here") as caught:
         load(path, trusted=True)
     assert not isinstance(caught.value, CorruptCheckpointError)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import ferry.lint.rules as rules_package
+from _support import LINT_FIXTURES, REPO
 from ferry.lint import RULES, lint_source
 from ferry.lint.rules import MODULES
 
@@ -69,12 +70,12 @@ def test_use_instead_is_clean(rule) -> None:
         assert [] == [str(d) for d in lint_source(code, rules=[rule])]
 
 
-FIXTURES = sorted((Path(__file__).parent / "lint").glob("FRY*.py"))
+FIXTURES = sorted(LINT_FIXTURES.glob("FRY*.py"))
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: p.stem)
 def test_fixture_markers(fixture: Path) -> None:
-    """Corner cases: ``tests/lint/FRYxxx_<what>.py``; lines marked ``# FRYxxx`` are reported, nothing else is."""
+    """Corner cases: ``tests/lint/fixtures/FRYxxx_<what>.py``; lines marked ``# FRYxxx`` are reported, no others."""
     code = fixture.stem[:6]
     rule = next(r for r in RULES if r.code == code)
     source = fixture.read_text()
@@ -87,7 +88,7 @@ def test_readme_rules_table_is_current() -> None:
     """README.md's table is generated from RULES: `python scripts/lint_rules_table.py --write` after adding a rule."""
     import importlib.util
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     spec = importlib.util.spec_from_file_location("lint_rules_table", repo / "scripts" / "lint_rules_table.py")
     assert spec is not None
     assert spec.loader is not None

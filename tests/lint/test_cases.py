@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from _support import CASES
 from ferry.lint import RULES, lint_source
 
-LINT_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "lint"
+LINT_CASES = CASES / "lint"
 CASE_FILES = sorted(LINT_CASES.glob("*.py")) if LINT_CASES.is_dir() else []
 
 #: The case files' bug classes and the rules that report them.

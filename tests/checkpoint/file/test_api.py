@@ -28,12 +28,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ferry
+from _support import CASES as SHARED_CASES
 from ferry._fs import TMP_MARKER
 from ferry.checkpoint.file.api import load, save, verify
 from ferry.checkpoint.file.layout import DTYPES
 from ferry.errors import ArgumentError, CheckpointError, CorruptCheckpointError, DeviceError
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "checkpoints"
+CASES = SHARED_CASES / "checkpoints"
 
 
 # ---------------------------------------------------------------------------------------------------------- helpers
@@ -515,7 +516,7 @@ BAD_PATHS = {
     "int": (5, "path is a int: 5", "as a str or pathlib.Path"),
     "None": (None, "path is a NoneType: None", "as a str or pathlib.Path"),
     "bytes": (b"model.safetensors", "path is a bytes: b'model.safetensors'", "as a str or pathlib.Path"),
-    "PathLike of bytes": (BytesPath(), "path is a test_format.BytesPath", "as a str or pathlib.Path"),
+    "PathLike of bytes": (BytesPath(), f"path is a {__name__}.BytesPath", "as a str or pathlib.Path"),
     "file object": (io.BytesIO(), "path is a _io.BytesIO", "not through file objects"),
     "swapped arguments": ({"w": 1}, "path is a dict: {'w': 1}", "look swapped"),
 }

@@ -57,7 +57,7 @@ def test_mismatch_in_a_module_names_everything():
     assert "meta" == error.expected
     assert [("x", "cpu")] == error.mismatches
     assert "return self.attn(x)" == error.source
-    assert error.location.endswith(f"test_sanitize.py:{Block.forward.__code__.co_firstlineno + 1}")
+    assert error.location.endswith(f"test_init.py:{Block.forward.__code__.co_firstlineno + 1}")
     assert "x = x.to('meta')" == error.fix
     assert "return self.attn(x)" in str(error)
     assert "x = x.to('meta')" in str(error)
@@ -166,7 +166,7 @@ def test_unavailable_device_is_reported_at_the_users_line():
     with pytest.raises(ferry.DeviceError, match="this machine has no cuda") as caught, ferry.sanitize():
         torch.zeros(2, device="cuda")
     line = test_unavailable_device_is_reported_at_the_users_line.__code__.co_firstlineno + 4
-    assert f'test_sanitize.py:{line}: `torch.zeros(2, device="cuda")`' in str(caught.value)
+    assert f'test_init.py:{line}: `torch.zeros(2, device="cuda")`' in str(caught.value)
     assert "cuda" == caught.value.requested
 
 

@@ -33,8 +33,8 @@ import ferry
 from ferry import _fs as atomic
 from ferry._fs import TMP_MARKER
 from ferry.checkpoint.file.api import verify
+from ferry.checkpoint.folder import MANIFEST_FILE, STATE_FILE
 from ferry.checkpoint.run import folders as store
-from ferry.checkpoint.run.folders import MANIFEST_FILE, STATE_FILE
 
 ERRNOS = [pytest.param(errno.ENOSPC, id="ENOSPC"), pytest.param(errno.EIO, id="EIO")]
 #: The file-system calls a save makes, each of which is made to fail in turn.

@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 import ferry
+from ferry.checkpoint.folder import STATE_FILE
 from ferry.checkpoint.run import checkpointer, pruning
-from ferry.checkpoint.run.checkpointer import STATE_FILE
 
 
 def make_run(seed=0):

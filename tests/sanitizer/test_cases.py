@@ -3,7 +3,7 @@
 For every case whose ``# runs-on:`` is cpu or gpu, each ``[runtime]`` or ``[both]`` expectation must be reported by
 the sanitizer, and ``# expect: none`` cases must give nothing. The gpu cases run under
 ``ferry.sanitize(pretend="cuda")``: on this CPU-only machine their ``.cuda()`` and ``device="cuda"`` give tensors
-that report ``cuda:0``. As for ``ferry lint`` (tests/test_lint_cases.py), an expectation's line is the line of the
+that report ``cuda:0``. As for ``ferry lint`` (tests/lint/test_cases.py), an expectation's line is the line of the
 code itself: 008 expects 17 for the failing ``model.to(device)``. Slugs the sanitizer has no runtime check for yet
 are skipped, by name.
 
@@ -27,9 +27,10 @@ from pathlib import Path
 import pytest
 
 import ferry
+from _support import CASES
 from ferry.sanitizer import SanitizeReport
 
-LINT_CASES = Path(__file__).resolve().parents[2] / "shared" / "cases" / "lint"
+LINT_CASES = CASES / "lint"
 CASE_FILES = sorted(LINT_CASES.glob("*.py")) if LINT_CASES.is_dir() else []
 EXPECT = re.compile(r"^# expect: (?P<line>\d+):(?P<slug>[\w-]+) .*\[(?P<where>static|runtime|both)\]\s*$")
 #: slugs with no runtime check yet: what they need is said in the skip reason

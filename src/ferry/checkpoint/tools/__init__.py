@@ -1,0 +1,75 @@
+"""What ``ferry ckpt`` does, as functions over any kind of checkpoint path.
+
+A path may be a ferry, safetensors or ``torch.save`` file; a checkpoint (step) folder, plain or sharded; a folder
+``dcp.save`` wrote with ferry's storage; or a Checkpointer run directory. ``ferry.cli`` only parses arguments and
+prints what these return.
+
+- :func:`resolve`: the checkpoint a path names (a run directory: its newest complete checkpoint);
+- :func:`describe`: what a checkpoint holds, from headers (``ferry ckpt inspect``);
+- :func:`verify` (``ferry.verify``) and :func:`verify_path` (``ferry ckpt verify``);
+- :func:`list_run` and :func:`collect`: a run directory's checkpoints, and removing what retention lets go
+  (``ferry ckpt ls`` and ``gc``);
+- :func:`diff` (``ferry ckpt diff``) and :func:`convert` (``ferry ckpt convert``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ferry.checkpoint.tools._convert import convert
+    from ferry.checkpoint.tools._describe import describe
+    from ferry.checkpoint.tools._diff import diff, diff_objects, max_abs_diff
+    from ferry.checkpoint.tools._paths import Meter, Progress, Target, flatten, no_progress, resolve, run_directory
+    from ferry.checkpoint.tools._runs import collect, list_run, recorded_policy
+    from ferry.checkpoint.tools._verify import Check, verify, verify_path
+
+#: public name -> its module; imported on first use, so that ``ferry.verify`` does not import DCP (1.5 s)
+_NAMES = {
+    "convert": "convert",
+    "describe": "describe",
+    "diff": "diff",
+    "diff_objects": "diff",
+    "max_abs_diff": "diff",
+    "Meter": "paths",
+    "Progress": "paths",
+    "Target": "paths",
+    "flatten": "paths",
+    "no_progress": "paths",
+    "resolve": "paths",
+    "run_directory": "paths",
+    "collect": "runs",
+    "list_run": "runs",
+    "recorded_policy": "runs",
+    "Check": "verify",
+    "verify": "verify",
+    "verify_path": "verify",
+}
+
+__all__ = [
+    "Check",
+    "Meter",
+    "Progress",
+    "Target",
+    "collect",
+    "convert",
+    "describe",
+    "diff",
+    "diff_objects",
+    "flatten",
+    "list_run",
+    "max_abs_diff",
+    "no_progress",
+    "recorded_policy",
+    "resolve",
+    "run_directory",
+    "verify",
+    "verify_path",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        return getattr(importlib.import_module(f"ferry.checkpoint.tools._{_NAMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

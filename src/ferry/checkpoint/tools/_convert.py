@@ -1,0 +1,110 @@
+"""Any checkpoint ferry loads (``torch.save`` files above all) to one ferry file (``ferry ckpt convert IN OUT``).
+
+A sharded checkpoint folder (saved under ``torch.distributed``, or by ``torch.distributed.checkpoint`` itself with
+``--trusted``) becomes one file: every tensor whole, loaded in this process (see
+:mod:`ferry.checkpoint.sharded.consolidate`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ferry.checkpoint.file.api import load, save, verify
+from ferry.checkpoint.file.kinds import KIND_NAMES, sniff
+from ferry.checkpoint.folder import MANIFEST_FILE, STATE_FILE, has_shards, is_plain_dcp
+from ferry.checkpoint.sharded.consolidate import load_sharded_folder
+from ferry.checkpoint.tools._paths import Progress, flatten, no_progress, resolve
+from ferry.errors import CheckpointError
+
+__all__ = ["convert"]
+
+
+def _sharded_source(source: Path) -> tuple[Path, str] | None:
+    """The folder to load with :func:`load_sharded_folder` and what it is, when ``source`` names one; else None."""
+    if source.is_dir() and is_plain_dcp(source):
+        return source, "DCP folder (torch FileSystemWriter)"
+    folder = resolve(source).folder
+    if folder is None or not has_shards(folder):
+        return None
+    checkpointer = (folder / MANIFEST_FILE).exists() or (folder / STATE_FILE).exists()
+    return folder, "Checkpointer checkpoint (sharded)" if checkpointer else "DCP folder (ferry storage)"
+
+
+def _check_out(out: Path, force: bool) -> None:
+    """Refuse an ``out`` that is a folder, or that exists without ``force``."""
+    if out.is_dir():
+        raise CheckpointError(f"{str(out)!r} is a folder. Pass the name of the file to write, e.g. model.safetensors.")
+    if out.exists() and not force:
+        raise CheckpointError(
+            f"{str(out)!r} already exists and was left as it is. Pass --force to replace it (atomically: it keeps "
+            "its old content until the new file is complete), or choose another name.",
+            path=out,
+        )
+
+
+def convert(
+    source: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    trusted: bool = False,
+    force: bool = False,
+    progress: Progress = no_progress,
+) -> dict[str, Any]:
+    """Load ``source`` (through torch's restricted unpickler unless ``trusted``) and save it to ``out`` as a ferry file.
+
+    ``out`` is written atomically, then verified (every checksum, read back from disk). A sharded checkpoint folder
+    (or a run directory whose newest checkpoint is one) is loaded whole by
+    :func:`ferry.checkpoint.sharded.consolidate.load_sharded_folder`: a Checkpointer's becomes
+    ``{"step", "objects", "values"}`` with each module's full ``state_dict`` among the objects; a folder written by
+    DCP's own ``FileSystemWriter`` needs ``trusted`` (its metadata is a pickle). ``progress`` receives the bytes
+    read and written (``ferry ckpt convert`` draws a progress bar).
+
+    Returns:
+        ``{"input", "output", "input_kind", "tensors", "bytes"}`` (``bytes``: the size of ``out``).
+
+    Raises:
+        UnsafeCheckpointError: a pickle that needs code, or a folder of DCP's ``FileSystemWriter``, without
+            ``trusted``.
+        CheckpointError: ``out`` exists and not ``force``, or is a folder; ``source`` cannot be loaded (as
+            :func:`ferry.load`: TorchScript, unsafe pickle, corrupt); or what it holds cannot be saved (the message
+            names the value and the conversion to make).
+    """
+    source, out = Path(source), Path(out)
+    sharded = _sharded_source(source)
+    if sharded is not None:
+        _check_out(out, force)
+        folder, kind = sharded
+        size = sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
+        obj = _rewrite(folder.name, size, lambda: load_sharded_folder(folder, trusted=trusted), out, progress)
+        tensors = sum(isinstance(leaf, torch.Tensor) for _, leaf in flatten(obj))
+        return {"input": str(folder), "output": str(out), "input_kind": kind, "tensors": tensors,
+                "bytes": out.stat().st_size}  # fmt: skip
+    file = resolve(source).file
+    _check_out(out, force)
+    kind, size = sniff(file)
+    obj = _rewrite(file.name, size, lambda: load(file, trusted=trusted), out, progress)
+    tensors = sum(isinstance(leaf, torch.Tensor) for _, leaf in flatten(obj))
+    return {
+        "input": str(file),
+        "output": str(out),
+        "input_kind": KIND_NAMES[kind],
+        "tensors": tensors,
+        "bytes": out.stat().st_size,
+    }
+
+
+def _rewrite(name: str, size: int, read: Callable[[], Any], out: Path, progress: Progress) -> Any:
+    """``read()`` the input (``size`` bytes, called ``name``), save it to ``out`` and verify it, reporting progress."""
+    with progress(2 * size, f"loading {name}") as meter:
+        obj = read()
+        meter.advance(size)
+        meter.describe(f"writing {out.name}")
+        save(obj, out)
+        verify(out)
+        meter.advance(size)
+    return obj

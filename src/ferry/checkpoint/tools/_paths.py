@@ -1,0 +1,281 @@
+"""What the checkpoint tools share: the checkpoint a path names, a file's structure without its data, flattening.
+
+Also JSON-ready values, and :class:`Meter`, through which long work reports its progress (``ferry ckpt`` draws
+it as a progress bar; by default it does nothing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ferry.checkpoint.file import layout, reader, tree
+from ferry.checkpoint.file.api import load
+from ferry.checkpoint.file.kinds import KIND_NAMES, torch_save_kind
+from ferry.checkpoint.folder import (
+    MANIFEST_FILE,
+    STATE_FILE,
+    is_plain_dcp,
+    is_step_folder,
+    plain_dcp_error,
+    read_manifest,
+)
+from ferry.checkpoint.run.folders import scan
+from ferry.errors import CheckpointError
+
+__all__ = [
+    "Meter",
+    "Progress",
+    "Structure",
+    "Target",
+    "flatten",
+    "is_payload",
+    "jsonable",
+    "missing",
+    "no_progress",
+    "read_structure",
+    "resolve",
+    "run_directory",
+    "short_repr",
+]
+
+
+@dataclass(frozen=True)
+class Target:
+    """The checkpoint file a command-line path names, and the Checkpointer folder it lies in, if any.
+
+    Attributes:
+        file: The file to read.
+        folder: The ``step-<n>`` folder when the path was one, or a run directory (then its newest checkpoint).
+        manifest: That folder's manifest, when it is complete.
+        problem: Why that folder is not complete (``None`` when it is, or when there is no folder).
+    """
+
+    file: Path
+    folder: Path | None = None
+    manifest: dict[str, Any] | None = None
+    problem: str | None = None
+
+
+class Meter:
+    """Reports progress of long work: ``advance(nbytes)`` and ``describe(text)``; a bare ``Meter()`` does nothing."""
+
+    def __init__(self, advance: Callable[[int], object] | None = None, describe: Callable[[str], object] | None = None):
+        self._advance = advance
+        self._describe = describe
+
+    def describe(self, text: str) -> None:
+        """Show ``text`` (e.g. the file being read) beside the progress."""
+        if self._describe is not None:
+            self._describe(text)
+
+    def advance(self, nbytes: int) -> None:
+        """Count ``nbytes`` more as done."""
+        if self._advance is not None:
+            self._advance(nbytes)
+
+
+#: ``progress(total_bytes, description)`` -> a context manager giving a :class:`Meter` (``ferry.cli``'s progress bar)
+Progress = Callable[[int, str], AbstractContextManager[Meter]]
+
+
+@contextlib.contextmanager
+def no_progress(total: int, description: str) -> Iterator[Meter]:
+    """The default :data:`Progress`: reports nothing."""
+    yield Meter()
+
+
+def missing(path: Path) -> CheckpointError:
+    """The error for a path where there is nothing: it names the path and the working directory."""
+    return CheckpointError(
+        f"no file or folder at {str(path)!r} (working directory {os.getcwd()!r}). Check the path.", path=path
+    )
+
+
+def resolve(path: Path) -> Target:
+    """The checkpoint ``path`` names: a file; a ``step-<n>`` folder (its state file); a run directory (its newest).
+
+    A sharded step folder is a ``step-<n>`` folder too; so is a folder written by
+    ``dcp.save`` with ferry's storage (``shards.json``, no manifest).
+
+    Raises:
+        UnsafeCheckpointError: a folder written by DCP's own ``FileSystemWriter`` (a pickled ``.metadata``); the
+            message gives the ``ferry ckpt convert --trusted`` command that converts it.
+        CheckpointError: nothing at ``path``; a folder that is neither a checkpoint nor a run directory; a run
+            directory without a complete checkpoint (the message lists what is wrong with each).
+    """
+    if path.is_file():
+        return Target(path)
+    if not path.is_dir():
+        raise missing(path)
+    if is_plain_dcp(path):
+        raise plain_dcp_error(path)
+    if is_step_folder(path):
+        manifest, problem = read_manifest(path)
+        return Target(path / STATE_FILE, path, manifest, problem)
+    entries = scan(path)
+    complete = [entry for entry in entries if entry.complete]
+    if complete:
+        newest = complete[-1]
+        return Target(newest.folder / STATE_FILE, newest.folder, newest.manifest, None)
+    if entries:
+        problems = "; ".join(f"{entry.folder.name}: {entry.problem}" for entry in entries)
+        raise CheckpointError(
+            f"run directory {str(path)!r} holds no complete checkpoint ({problems}). Restore the folders from a "
+            "copy, or pass one step folder to read what it holds.",
+            path=path,
+        )
+    raise CheckpointError(
+        f"{str(path)!r} is a folder but neither a checkpoint folder (no {MANIFEST_FILE} or {STATE_FILE}) nor a run "
+        "directory (no step-<n> folders). Pass a checkpoint file, a step-<n> folder or a Checkpointer directory.",
+        path=path,
+    )
+
+
+def run_directory(path: Path) -> Path:
+    """``path`` if it is a Checkpointer run directory (a folder not itself a ``step-<n>`` folder).
+
+    Raises:
+        CheckpointError: nothing at ``path``, a file, or one checkpoint folder (the message names its parent).
+    """
+    if not path.exists():
+        raise missing(path)
+    if not path.is_dir():
+        raise CheckpointError(
+            f"{str(path)!r} is a file; this command takes a Checkpointer run directory (the folder holding the "
+            "step-<n> folders). Pass that folder.",
+            path=path,
+        )
+    if is_step_folder(path):
+        raise CheckpointError(
+            f"{str(path)!r} is one checkpoint folder; this command takes the run directory holding the step-<n> "
+            f"folders. Pass its parent: {str(path.parent)!r}.",
+            path=path,
+        )
+    return path
+
+
+@dataclass
+class Structure:
+    """A checkpoint file's saved object with every tensor on ``meta`` (shapes and dtypes, no data).
+
+    Attributes:
+        obj: The object as loaded, but with ``meta`` tensors.
+        kind: What the file is, for people: ``ferry file``, ``safetensors file``, ``torch.save file (zip)``, ...
+        size: The file's size in bytes.
+        metadata: A safetensors file's own ``__metadata__`` entries (ferry's keys left out); ferry files add
+            ``ferry_format`` (the format version).
+    """
+
+    obj: Any
+    kind: str
+    size: int
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+def _file_error(file: Path, err: OSError) -> CheckpointError:
+    if isinstance(err, FileNotFoundError):
+        where = f" The checkpoint folder {str(file.parent)!r} lacks it." if file.name == STATE_FILE else ""
+        return CheckpointError(f"no checkpoint file at {str(file)!r}.{where} Check the path.", path=file)
+    return CheckpointError(
+        f"cannot read {str(file)!r}: {err.strerror or err}. Check that the file is readable by this user.", path=file
+    )
+
+
+def read_structure(file: Path, *, trusted: bool = False) -> Structure:
+    """Read ``file``'s structure, shapes and dtypes without reading tensor data where the format allows.
+
+    ferry and safetensors files: only the header is read and checked (checksums are not: that is ``verify``).
+    ``torch.save`` files are unpickled with tensors placed on ``meta`` (torch's restricted unpickler unless
+    ``trusted``).
+
+    Raises:
+        CheckpointError: as :func:`ferry.load` (TorchScript, unsafe pickle, not a checkpoint, corrupt header).
+    """
+    try:
+        with open(file, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            head = handle.read(512)
+            header = reader.read_header(handle, file, size) if layout.looks_like_safetensors(head) else None
+    except OSError as err:
+        raise _file_error(file, err) from err
+    if header is None:
+        kind = KIND_NAMES[torch_save_kind(head) or "unknown"]
+        return Structure(load(file, device="meta", trusted=trusted), kind, size)
+    metas = {
+        entry.name: torch.empty(entry.shape, dtype=layout.DTYPES[entry.dtype], device="meta")
+        for entry in header.entries
+    }
+    extra = {key: value for key, value in header.metadata.items() if key not in layout.FERRY_KEYS}
+    if not header.is_ferry:
+        return Structure(metas, KIND_NAMES["safetensors"], size, extra)
+    numels = {name: tensor.numel() for name, tensor in metas.items()}
+    obj = tree.decode(header.metadata[layout.TREE_KEY], numels, metas, file)
+    return Structure(obj, KIND_NAMES["ferry"], size, {**extra, "ferry_format": header.metadata[layout.FORMAT_KEY]})
+
+
+def is_payload(obj: object) -> bool:
+    """Whether ``obj`` is what a :class:`ferry.Checkpointer` saves (``step``, ``objects``, ``values``, ...)."""
+    return isinstance(obj, dict) and {"step", "objects", "values"} <= obj.keys()
+
+
+def _key(key: object) -> tree.Key:
+    if key is None or isinstance(key, (str, int, float)):
+        return key
+    return str(key)
+
+
+def flatten(obj: object) -> list[tuple[str, Any]]:
+    """Every leaf of ``obj`` with its path: dict keys and list indices joined by ``/``, as ferry names tensors.
+
+    Dicts, lists and tuples (namedtuples too) are walked; anything else is a leaf, and so is an empty container.
+    A bare leaf's path is ``~root``. Keys are escaped as in ferry files (``{"0": t}`` -> ``~s0``), so paths never
+    collide.
+    """
+    leaves: list[tuple[str, Any]] = []
+
+    def walk(value: object, trail: tuple[tree.Key, ...]) -> None:
+        if isinstance(value, dict) and value:
+            for key, item in value.items():
+                walk(item, (*trail, _key(key)))
+        elif isinstance(value, (list, tuple)) and not isinstance(value, torch.Size) and value:
+            for index, item in enumerate(value):
+                walk(item, (*trail, index))
+        else:
+            leaves.append((tree.tensor_name(trail), value))
+
+    walk(obj, ())
+    return leaves
+
+
+def jsonable(value: object) -> Any:
+    """A plain value as strict JSON.
+
+    Non-finite floats become ``"inf"``/``"-inf"``/``"nan"``, dtypes and devices strings, ``torch.Size`` a list,
+    anything else its (shortened) repr.
+    """
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, torch.Size):
+        return list(value)
+    if isinstance(value, (torch.dtype, torch.device)):
+        return str(value)
+    if isinstance(value, (dict, list, tuple)) and not value:
+        return [] if isinstance(value, (list, tuple)) else {}
+    return short_repr(value, 200)
+
+
+def short_repr(value: object, width: int = 60) -> str:
+    """``repr(value)``, cut to ``width`` characters with an ellipsis."""
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,276 @@
+"""Verifying any checkpoint path: a file, a checkpoint (step) folder, plain or sharded, or a whole run directory.
+
+:func:`verify` is ``ferry.verify``: it raises on the first problem, as for one file. :func:`verify_path` is what
+``ferry ckpt verify`` prints: one :class:`Check` per file or folder. A sharded checkpoint folder (saved under
+``torch.distributed``) is checked whole: the manifest's sizes, the SHA-256 of ``shards.json``, every checksum of
+every file, and that every piece ``shards.json`` places in a rank file is there with its shape. A folder written by
+DCP's own ``FileSystemWriter`` is refused: its metadata is a pickle.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ferry.checkpoint.file import api as file_api
+from ferry.checkpoint.file.kinds import KIND_NAMES, sniff
+from ferry.checkpoint.folder import (
+    MANIFEST_FILE,
+    SHARDS_FILE,
+    STATE_FILE,
+    has_shards,
+    is_plain_dcp,
+    plain_dcp_error,
+    read_manifest,
+    step_of,
+)
+from ferry.checkpoint.run.folders import scan, stale_temporaries
+from ferry.checkpoint.sharded import ranks
+from ferry.checkpoint.tools._paths import (
+    Meter,
+    Progress,
+    flatten,
+    is_payload,
+    missing,
+    no_progress,
+    read_structure,
+    run_directory,
+)
+from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
+
+__all__ = ["Check", "verify", "verify_path"]
+
+#: What verifying each kind of file checks.
+_CHECKED = {
+    "ferry": "the CRC-32 of the header and the xxh3_64 of every tensor (crc32 in files of ferry before format 2)",
+    "safetensors": "header, offsets and size (plain safetensors files carry no checksums)",
+    "zip": "the CRC-32 of every zip entry",
+    "pickle": "loaded through torch's restricted unpickler",
+    "tar": "loaded through torch's restricted unpickler",
+}
+
+
+@dataclass
+class Check:
+    """The verdict on one file or checkpoint folder.
+
+    Attributes:
+        path: The file or folder.
+        kind: ``ferry file``, ``Checkpointer checkpoint``, ``safetensors file``, ``torch.save file (zip)``, ...
+        bytes: Its size on disk.
+        ok: Whether it verified.
+        checked: What was checked, for people.
+        problem: What is wrong (``None`` when ``ok``).
+    """
+
+    path: str
+    kind: str
+    bytes: int
+    ok: bool
+    checked: str
+    problem: str | None = None
+
+
+def _file(file: Path, progress: Meter) -> Check:
+    """Verify one file. Corrupt and unsafe files are problems; a file ferry cannot verify at all raises."""
+    kind, size = sniff(file)
+    progress.describe(f"verifying {file.name}")
+    try:
+        file_api.verify(file)
+    except (CorruptCheckpointError, UnsafeCheckpointError) as err:
+        return Check(str(file), KIND_NAMES[kind], size, False, _CHECKED.get(kind, ""), str(err))
+    finally:
+        progress.advance(size)
+    return Check(str(file), KIND_NAMES[kind], size, True, _CHECKED[kind])
+
+
+#: What verifying a sharded folder checks, for people.
+_CHECKED_SHARDED = (
+    f"{MANIFEST_FILE}, file sizes, the SHA-256 of {SHARDS_FILE}, every checksum of every file, every piece "
+    "in its rank file, the step"
+)
+_SHARDED_KIND = "Checkpointer checkpoint (sharded)"
+
+
+def _pieces_problem(folder: Path, listed: set[str] | None) -> str | None:
+    """What is wrong with where ``shards.json`` places the pieces: a file not in the manifest, a piece not there.
+
+    Only headers are read (the checksums are :func:`ferry.checkpoint.sharded.ranks.verify_folder`'s job).
+    """
+    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+    from ferry.checkpoint.sharded.metadata import read_metadata  # imports DCP (1.5 s): only for sharded folders
+
+    metadata = read_metadata(folder)
+    by_file: dict[str, list[tuple[Any, dict[str, str]]]] = {}
+    for index, where in (metadata.storage_data or {}).items():
+        by_file.setdefault(where["file"], []).append((index, where))
+    for file, pieces in sorted(by_file.items()):
+        if listed is not None and file not in listed:
+            return f"{SHARDS_FILE} places pieces in {file}, which {MANIFEST_FILE} does not list"
+        if not (folder / file).is_file():
+            return f"{file} is missing: {SHARDS_FILE} places {len(pieces)} pieces there (a rank's file was lost)"
+        stored = dict(flatten(read_structure(folder / file).obj))
+        for index, where in pieces:
+            if where["name"] not in stored:
+                return f"{file} lacks the piece {where['name']!r} of {index.fqn!r} that {SHARDS_FILE} places there"
+            info = metadata.state_dict_metadata.get(index.fqn)
+            if isinstance(info, TensorStorageMetadata) and index.offset is not None:
+                sizes = next((c.sizes for c in info.chunks if tuple(c.offsets) == tuple(index.offset)), None)
+                got = tuple(stored[where["name"]].shape)
+                if sizes is None or tuple(sizes) != got:
+                    return (
+                        f"{file}: the piece {where['name']!r} of {index.fqn!r} has shape {list(got)}, "
+                        f"{SHARDS_FILE} says {None if sizes is None else list(sizes)}"
+                    )
+    return None
+
+
+def _sharded_problem(folder: Path, manifest: dict[str, Any] | None) -> str | None:
+    """What is wrong with the DCP part of ``folder`` (``None`` when it verifies); ``manifest`` is complete or None."""
+    from ferry.checkpoint.sharded.metadata import read_metadata  # imports DCP (1.5 s): only for sharded folders
+
+    try:
+        if manifest is not None:
+            ranks.verify_folder(folder, manifest)
+        else:  # a folder dcp.save wrote with ferry's storage: no manifest, so no SHA-256 to check
+            read_metadata(folder)
+            for file in sorted(folder.glob("shard-*.safetensors")):
+                file_api.verify(file)
+        return _pieces_problem(folder, None if manifest is None else set(manifest["files"]))
+    except (CorruptCheckpointError, UnsafeCheckpointError) as err:
+        return str(err)
+
+
+def _folder(folder: Path, progress: Meter) -> Check:
+    """Verify a ``step-<n>`` folder: manifest, file sizes, every checksum, and that it holds the step it names."""
+    size = sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
+    if is_plain_dcp(folder):
+        progress.advance(size)
+        return Check(
+            str(folder), "DCP folder (torch FileSystemWriter)", size, False, "nothing: it is unsafe to read",
+            str(plain_dcp_error(folder)),
+        )  # fmt: skip
+    bare = step_of(folder.name) is None and not (folder / MANIFEST_FILE).exists()
+    if has_shards(folder) and bare and not (folder / STATE_FILE).exists():
+        problem = _sharded_problem(folder, None)
+        progress.advance(size)
+        checked = f"{SHARDS_FILE}, every checksum of every file, every piece in its rank file"
+        return Check(str(folder), "DCP folder (ferry storage)", size, problem is None, checked, problem)
+    manifest, problem = read_manifest(folder)
+    sharded = has_shards(folder) or (manifest or {}).get("layout") == ranks.LAYOUT
+    kind = _SHARDED_KIND if sharded else "Checkpointer checkpoint"
+    checked = _CHECKED_SHARDED if sharded else f"{MANIFEST_FILE}, file sizes, every checksum, the step"
+    if manifest is None:
+        progress.advance(size)
+        return Check(str(folder), kind, size, False, checked, f"incomplete: {problem}")
+    if sharded:
+        progress.describe(f"verifying {folder.name}")
+        problem = _sharded_problem(folder, manifest)
+        progress.advance(size)
+        if problem is not None:
+            return Check(str(folder), kind, size, False, checked, problem)
+    for name in [] if sharded else sorted(manifest["files"]):
+        check = _file(folder / name, progress)
+        if not check.ok:
+            return Check(str(folder), kind, size, False, checked, check.problem)
+    step = manifest.get("step")
+    named = step_of(folder.name)
+    if named is not None and step != named:
+        return Check(
+            str(folder), kind, size, False, checked,
+            f"the folder is named {folder.name} but its {MANIFEST_FILE} says step {step!r}",
+        )  # fmt: skip
+    if STATE_FILE in manifest["files"]:
+        payload = read_structure(folder / STATE_FILE).obj
+        if not is_payload(payload):
+            return Check(
+                str(folder), kind, size, False, checked,
+                f"{STATE_FILE} verifies but is not a Checkpointer checkpoint (no step/objects/values)",
+            )  # fmt: skip
+        if payload["step"] != step:
+            return Check(
+                str(folder), kind, size, False, checked,
+                f"{MANIFEST_FILE} says step {step!r} but {STATE_FILE} holds step {payload['step']!r}",
+            )  # fmt: skip
+    return Check(str(folder), kind, size, True, checked)
+
+
+def verify_path(path: Path, progress: Progress = no_progress) -> tuple[list[Check], list[str]]:
+    """Verify what ``path`` names: a file, a ``step-<n>`` folder, or every checkpoint folder of a run directory.
+
+    Args:
+        path: The file or folder.
+        progress: Receives the bytes verified (``ferry ckpt`` draws a progress bar); by default nothing.
+
+    Returns:
+        One :class:`Check` per file or folder, and notes (stale temporary folders; not problems).
+
+    Raises:
+        CheckpointError: nothing at ``path``, a folder holding no checkpoint, or a file ferry cannot verify at all
+            (a TorchScript archive, a file from a newer ferry, an unreadable file).
+    """
+    if path.is_file():
+        with progress(path.stat().st_size, f"verifying {path.name}") as meter:
+            return [_file(path, meter)], []
+    if path.is_dir() and (
+        (path / MANIFEST_FILE).exists() or (path / STATE_FILE).exists() or has_shards(path) or is_plain_dcp(path)
+    ):
+        folders = [path]
+        notes: list[str] = []
+    else:
+        directory = run_directory(path)
+        folders = [entry.folder for entry in scan(directory)]
+        if not folders:
+            raise CheckpointError(
+                f"{str(path)!r} holds no checkpoint to verify (no step-<n> folders, no {MANIFEST_FILE}). Pass a "
+                "checkpoint file, a step-<n> folder or a Checkpointer run directory.",
+                path=path,
+            )
+        notes = [
+            f"stale temporary {stale.name} (left by a crashed save; ferry ckpt gc removes it)"
+            for stale in stale_temporaries(directory)
+        ]
+    total = sum(file.stat().st_size for folder in folders for file in folder.iterdir() if file.is_file())
+    with progress(total, "verifying") as meter:
+        return [_folder(folder, meter) for folder in folders], notes
+
+
+def verify(path: str | os.PathLike[str]) -> None:
+    """Check a checkpoint without loading it: a file, a checkpoint (step) folder, plain or sharded, or a run directory.
+
+    A file: header, offsets, size and every checksum, streaming the file (plain safetensors files: header, offsets
+    and size; ``torch.save`` zip files: the CRC-32 of every entry; a legacy pickle is loaded on the CPU). A step
+    folder (what :meth:`ferry.Checkpointer.latest` returns): its manifest, every file's size and checksum, and that
+    it holds the step it is named for; a sharded one also the SHA-256 of ``shards.json`` and that every piece lies
+    where ``shards.json`` says. A run directory: every checkpoint folder in it. Mirrors ``ferry ckpt verify``.
+
+    Raises:
+        CorruptCheckpointError: a checksum, size or structure does not match, or a folder is incomplete (the message
+            names the file or folder, what is wrong and what to do).
+        UnsafeCheckpointError: a legacy pickle that would run code, or a folder written by DCP's own
+            ``FileSystemWriter`` (its metadata is a pickle).
+        CheckpointError: nothing at ``path``; a folder holding no checkpoint; a file that is missing, unreadable, a
+            TorchScript archive, or from a newer ferry.
+        ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
+    """
+    where = file_api.as_path(path, "verify")
+    if not where.exists():
+        raise missing(where)
+    if where.is_file():
+        file_api.verify(where)
+        return
+    if is_plain_dcp(where):
+        raise plain_dcp_error(where)
+    checks, _ = verify_path(where)
+    failed = [check for check in checks if not check.ok]
+    if failed:
+        problems = "; ".join(f"{check.path}: {check.problem}" for check in failed)
+        raise CorruptCheckpointError(
+            f"{len(failed)} of {len(checks)} checkpoint(s) under {str(where)!r} failed verification: {problems}. "
+            "Restore from another checkpoint (ferry.Checkpointer(directory).restore(state) falls back to the newest "
+            "one that verifies), or delete the damaged folder.",
+            path=Path(failed[0].path),
+        )
