@@ -10,7 +10,9 @@ from torch import nn
 import ferry
 import ferry.distributed
 from _support import WORKERS
-from ferry.distributed import _check_backend, _init, _Launch, _launch
+from ferry._dist import Launch as _Launch
+from ferry._dist import launch as _launch
+from ferry.distributed import _check_backend, _init
 from ferry.errors import ArgumentError, DistributedError
 
 WORKER = WORKERS / "distributed_worker.py"

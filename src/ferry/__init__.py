@@ -11,7 +11,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ferry._version import __version__
 
 #: public name -> the module that defines it
 _NAMES: dict[str, str] = {

@@ -14,73 +14,22 @@ fork-safe. :func:`init` has a private twin that takes the environment as an argu
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
 
 import torch
 from torch import nn
 
+from ferry import _dist
 from ferry.devices import pick_device
 from ferry.errors import ArgumentError, DistributedError
 from ferry.placement import place
 
 __all__ = ["barrier", "init", "is_main", "rank", "world_size", "wrap"]
 
-# What torchrun (torch.distributed.run) sets for every worker, in the order messages list them.
-_LAUNCH_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 _STRATEGIES = ("ddp", "fsdp")
 # The backend init() chooses for a device type; anything else runs on gloo.
 _DEFAULT_BACKENDS = {"cuda": "nccl", "xpu": "xccl"}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Launch:
-    """What the launcher told this process: its global rank, the number of processes, its rank on the node."""
-
-    rank: int
-    world_size: int
-    local_rank: int
-
-
-def _launch(environ: Mapping[str, str]) -> _Launch | None:
-    """Parse torchrun's variables from ``environ``: ``None`` for a plain process (neither RANK nor WORLD_SIZE set).
-
-    Raises:
-        DistributedError: Some of the variables are set but not all, or they are not integers in range.
-    """
-    seen = {name: environ[name] for name in _LAUNCH_VARIABLES if name in environ}
-    if "RANK" not in seen and "WORLD_SIZE" not in seen:
-        return None
-    shown = ", ".join(f"{name}={value!r}" for name, value in seen.items())
-    missing = [name for name in _LAUNCH_VARIABLES if not seen.get(name, "").strip()]
-    if missing:
-        raise DistributedError(
-            f"the torchrun environment is incomplete: {', '.join(missing)} not set (this process has {shown}). "
-            "ferry.distributed.init() needs all of RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT. Launch "
-            "with torchrun (torchrun --nproc-per-node=N script.py), which sets them all, or, for a single process, "
-            "unset RANK and WORLD_SIZE.",
-            variables=seen,
-        )
-    numbers: dict[str, int] = {}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT"):
-        value = seen[name].strip()
-        if not value.isdigit():
-            raise DistributedError(
-                f"{name}={seen[name]!r} is not a non-negative integer (this process has {shown}). Fix the launcher, "
-                "or launch with torchrun, which sets it.",
-                variables=seen,
-            )
-        numbers[name] = int(value)
-    launch = _Launch(numbers["RANK"], numbers["WORLD_SIZE"], numbers["LOCAL_RANK"])
-    if not 0 <= launch.rank < launch.world_size or launch.local_rank > launch.rank:
-        raise DistributedError(
-            f"RANK={launch.rank}, LOCAL_RANK={launch.local_rank} and WORLD_SIZE={launch.world_size} contradict each "
-            "other: torchrun gives every process 0 <= LOCAL_RANK <= RANK < WORLD_SIZE. Fix the launcher, or launch "
-            "with torchrun, which sets them consistently.",
-            variables=seen,
-        )
-    return launch
 
 
 def _check_backend(backend: object) -> str:
@@ -110,7 +59,7 @@ def _init(backend: str | None, *, environ: Mapping[str, str]) -> torch.device:
     """:func:`init` with the environment passed in."""
     if backend is not None:
         _check_backend(backend)
-    launch = _launch(environ)
+    launch = _dist.launch(environ)
     if launch is None:
         return pick_device()
     import torch.distributed as dist
@@ -119,7 +68,7 @@ def _init(backend: str | None, *, environ: Mapping[str, str]) -> torch.device:
         raise DistributedError(
             f"this process was launched as rank {launch.rank} of {launch.world_size}, but this torch build has no "
             "torch.distributed. Install a torch build with distributed support (the Linux wheels have it).",
-            variables={name: environ[name] for name in _LAUNCH_VARIABLES if name in environ},
+            variables={name: environ[name] for name in _dist.LAUNCH_VARIABLES if name in environ},
         )
     device = pick_device()
     if dist.is_initialized():
@@ -167,13 +116,6 @@ def init(backend: str | None = None) -> torch.device:
     return _init(backend, environ=os.environ)
 
 
-def _group() -> bool:
-    """Whether the default ``torch.distributed`` process group is initialised."""
-    import torch.distributed as dist
-
-    return dist.is_available() and dist.is_initialized()
-
-
 def rank() -> int:
     """Return this process's global rank, as ``torch.distributed.get_rank()`` does, but also without a group.
 
@@ -188,12 +130,7 @@ def rank() -> int:
         >>> rank()
         0
     """
-    import torch.distributed as dist
-
-    if _group():
-        return dist.get_rank()
-    launch = _launch(os.environ)
-    return launch.rank if launch else 0
+    return _dist.rank()
 
 
 def world_size() -> int:
@@ -209,12 +146,7 @@ def world_size() -> int:
         >>> world_size()
         1
     """
-    import torch.distributed as dist
-
-    if _group():
-        return dist.get_world_size()
-    launch = _launch(os.environ)
-    return launch.world_size if launch else 1
+    return _dist.world_size()
 
 
 def is_main() -> bool:
@@ -242,7 +174,7 @@ def barrier() -> None:
     """
     import torch.distributed as dist
 
-    if _group():
+    if _dist.process_group() is not None:
         dist.barrier()
         return
     size = world_size()
@@ -250,7 +182,7 @@ def barrier() -> None:
         raise DistributedError(
             f"barrier() with WORLD_SIZE={size} but no process group: this process cannot wait for the other ranks. "
             "Call ferry.distributed.init() first.",
-            variables={name: os.environ[name] for name in _LAUNCH_VARIABLES if name in os.environ},
+            variables={name: os.environ[name] for name in _dist.LAUNCH_VARIABLES if name in os.environ},
         )
 
 
@@ -306,7 +238,7 @@ def wrap(model: nn.Module, *, strategy: str = "ddp") -> nn.Module:
         )
     device = init()
     place(model, device)
-    if not _group():
+    if _dist.process_group() is None:
         return model
     if strategy == "ddp":
         device_ids = None if device.type == "cpu" else [device]

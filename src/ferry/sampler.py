@@ -24,6 +24,7 @@ from typing import SupportsIndex
 import torch
 from torch.utils.data import Sampler
 
+from ferry import _dist
 from ferry.errors import ArgumentError, CheckpointError, CheckpointWarning
 
 __all__ = ["ResumableSampler"]
@@ -120,7 +121,8 @@ class ResumableSampler(Sampler[int]):
         self._size = size
         self._shuffle = shuffle
         self._seed = _count("seed", seed)
-        self._num_replicas, self._rank = _replicas(num_replicas, rank, _process_group())
+        group = _dist.process_group()  # (rank, world size)
+        self._num_replicas, self._rank = _replicas(num_replicas, rank, group and (group[1], group[0]))
         self._num_samples = math.ceil(size / self._num_replicas)
         self._epoch = 0
         self._position = 0
@@ -371,15 +373,6 @@ def _count(name: str, value: object) -> int:
     if number is None:
         raise ArgumentError(f"{name}={value!r} is not allowed: pass an int >= 0.")
     return number
-
-
-def _process_group() -> tuple[int, int] | None:
-    """``(world size, rank)`` of the initialised default ``torch.distributed`` process group, else None."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_world_size(), dist.get_rank()
-    return None
 
 
 def _replicas(num_replicas: int | None, rank: int | None, group: tuple[int, int] | None) -> tuple[int, int]:

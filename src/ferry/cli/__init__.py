@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_usage(), end="")
         return 0 if args else 2
     if args[0] in ("-V", "--version"):
-        from ferry import __version__
+        from ferry._version import __version__
 
         print(f"ferry {__version__}")
         return 0

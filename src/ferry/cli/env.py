@@ -34,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _environment() -> dict[str, Any]:
     """Collect what ``ferry env`` reports; memory in bytes, versions as strings, ``None`` where absent."""
-    from ferry import __version__  # lazily: ferry/__init__ pulls in the whole public API
+    from ferry._version import __version__
 
     try:
         default_device: str | None = str(pick_device())

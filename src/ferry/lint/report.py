@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ferry._version import __version__
 from ferry.lint.engine import SYNTAX_ERROR
 from ferry.lint.files import FileResult
 from ferry.lint.model import Diagnostic, Rule
@@ -157,8 +158,6 @@ def sarif_report(results: Sequence[FileResult], *, base: str | os.PathLike[str] 
         base: The folder artifact URIs are relative to (``%SRCROOT%``); default: the current folder. Run
             ``ferry lint`` from the repository root so that GitHub finds the files.
     """
-    from ferry import __version__  # lazily: ferry/__init__ pulls in the whole public API
-
     root = Path(os.path.abspath(base if base is not None else os.getcwd()))
     descriptors = [
         _descriptor(SYNTAX_ERROR, "file-not-checked", "the file could not be checked", "Fix the file.",

@@ -14,11 +14,13 @@ from typing import NamedTuple
 
 import torch
 
-import ferry
-
+#: ferry's own folder (``src/ferry``): this file is ``ferry/sanitizer/_frames.py``.
+_FERRY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Folders whose frames are library code, not the user's: torch's and ferry's (tests live outside both).
 _LIBRARY_DIRS = tuple(
-    os.path.dirname(os.path.abspath(module.__file__)) + os.sep for module in (torch, ferry) if module.__file__
+    directory + os.sep
+    for directory in (os.path.dirname(os.path.abspath(torch.__file__ or "")), _FERRY_DIR)
+    if directory
 )
 _IS_LIBRARY: dict[CodeType, bool] = {}
 

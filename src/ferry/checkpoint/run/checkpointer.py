@@ -39,6 +39,7 @@ from typing import Any
 
 import torch
 
+from ferry import _dist
 from ferry._fs import temporary_name
 from ferry.checkpoint.file.api import save
 from ferry.checkpoint.folder import SHARDS_FILE, STATE_FILE, read_manifest
@@ -717,6 +718,4 @@ class Checkpointer:
 
 def _launch_rank() -> int:
     """This process's rank under torchrun (from the process group, else RANK), 0 in a plain process."""
-    from ferry.distributed import rank
-
-    return rank()
+    return _dist.rank()

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
 from ferry.checkpoint.file.api import load
 from ferry.checkpoint.folder import STATE_FILE, read_manifest, rng_file
@@ -62,6 +61,8 @@ def prepare(folder: Path, state: Mapping[str, Any], group: collective.Group | No
             _warn_world(folder, 1, group)
             rng = rng if group.rank == 0 else None
         return Prepared(payload["objects"], payload["values"], rng, None, None)
+    from ferry.checkpoint.sharded.reading import plan_sharded, read_sharded  # imports DCP (1.5 s): sharded only
+
     objects = dict.fromkeys(manifest.get("objects", []))
     values = dict.fromkeys(manifest.get("values", []))
 
@@ -111,9 +112,13 @@ def apply(folder: Path, state: MutableMapping[str, Any], prepared: Prepared) -> 
     objects, values = prepared.objects, prepared.values
     done_before: list[str] = []
     if prepared.sharded is not None and prepared.loaded is not None:
+        from ferry.checkpoint.sharded.reading import apply_sharded  # DCP: imported by prepare already
+
         apply_sharded(prepared.sharded, prepared.loaded)
         done_before = prepared.sharded.names
     elif collective.current_group() is not None:  # a plain process's checkpoint into FSDP2 modules
+        from ferry.checkpoint.sharded.reading import apply_full  # imports DCP (1.5 s): under a process group only
+
         live = {name: state[name] for name in objects.keys() & state.keys()}
         try:
             done_before = apply_full(collective.sharded_part(live, folder), objects)
@@ -199,156 +204,6 @@ def follow_device(value: Any, live: Any) -> Any:
     if isinstance(value, torch.Tensor) and isinstance(live, torch.Tensor):
         return value.to(live.device)
     return value
-
-
-# -- the DCP part of a sharded folder ------------------------------------------------------------------------------
-
-
-def plan_sharded(folder: Path, manifest: Mapping[str, Any], sharded: collective.Sharded) -> dict[str, Any]:
-    """Check the DCP part of ``folder`` against the live objects; return fresh tensors shaped like theirs to read into.
-
-    Local: no collective. The tensors are ``torch.empty_like`` the live ones (DTensors stay DTensors, sharded the
-    same way), so reading into them changes nothing live.
-
-    Raises:
-        CheckpointError: the live modules have keys or shapes the checkpoint lacks (the message lists them).
-        CorruptCheckpointError: ``shards.json`` does not match the manifest's checksum or is malformed.
-    """
-    from ferry.checkpoint.sharded import storage as dcp
-
-    collective.check_digest(folder, manifest)
-    metadata = dcp.read_metadata(folder)
-    live = sharded.state_dicts()
-    _check_keys(folder, metadata, live, sharded)
-    return {name: _fresh(value) for name, value in live.items()}
-
-
-def read_sharded(folder: Path, group: collective.Group | None, targets: dict[str, Any]) -> None:
-    """Read the DCP part of ``folder`` into ``targets`` (a collective: every rank calls it), resharding as needed.
-
-    Raises:
-        CorruptCheckpointError: a piece fails its checksum, or a file is missing (on any rank: all raise).
-        CheckpointError: another failure on some rank.
-    """
-    from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
-
-    from ferry.checkpoint.sharded import storage as dcp
-
-    storage = {"storage_reader": dcp.FerryStorageReader(folder), "planner": dcp.FerryLoadPlanner()}
-    collective.call_dcp(dcp_load, targets, storage, group, what="reading the sharded state", where=folder)
-
-
-def apply_sharded(sharded: collective.Sharded, loaded: Mapping[str, Any]) -> None:
-    """Load what :func:`load_sharded` read into the live modules, then the optimizers (mirrors ``set_state_dict``)."""
-    from torch.distributed.checkpoint.state_dict import set_model_state_dict, set_optimizer_state_dict
-
-    for name, module in sharded.modules.items():
-        set_model_state_dict(module, loaded[name])
-    for name, (optimizer, owner) in sharded.optimizers.items():
-        set_optimizer_state_dict(owner, optimizer, loaded[name])
-
-
-def _by_name(owner: nn.Module, optimizer: torch.optim.Optimizer, saved: Mapping[str, Any]) -> dict[str, Any]:
-    """A plain ``Optimizer.state_dict()`` (parameters numbered in order) keyed by parameter name instead.
-
-    The numbers follow the order of the parameters in the param groups, so the n-th parameter of the live
-    optimizer (built like the saved one) is the n-th saved one.
-    """
-    names = {id(param): name for name, param in owner.named_parameters()}
-    number_to_name: dict[Any, str] = {}
-    for live_group, saved_group in zip(optimizer.param_groups, saved["param_groups"], strict=True):
-        for param, number in zip(live_group["params"], saved_group["params"], strict=True):
-            number_to_name[number] = names[id(param)]
-    return {
-        "state": {number_to_name[number]: value for number, value in saved["state"].items()},
-        "param_groups": [
-            {**group, "params": [number_to_name[number] for number in group["params"]]}
-            for group in saved["param_groups"]
-        ],
-    }
-
-
-def apply_full(sharded: collective.Sharded, objects: Mapping[str, Any]) -> list[str]:
-    """Load whole state_dicts (saved by a plain process) into the FSDP2/DTensor modules and their optimizers.
-
-    Each rank keeps its shard of every tensor (mirrors ``set_model_state_dict`` with ``full_state_dict=True``).
-    Modules without DTensor parameters (plain, DDP) are left to the caller. Returns the names loaded.
-
-    Raises:
-        CheckpointError: the saved optimizer has other param groups than the live one.
-        RuntimeError: from PyTorch: keys or shapes do not fit.
-    """
-    from torch.distributed.checkpoint.state_dict import (
-        StateDictOptions,
-        set_model_state_dict,
-        set_optimizer_state_dict,
-    )
-
-    options = StateDictOptions(full_state_dict=True)
-    done = []
-    for name, module in sharded.modules.items():
-        if name in objects and collective.has_dtensors(module):
-            set_model_state_dict(module, objects[name], options=options)
-            done.append(name)
-    for name, (optimizer, owner) in sharded.optimizers.items():
-        if name in objects and collective.has_dtensors(owner):
-            try:
-                by_name = _by_name(owner, optimizer, objects[name])
-            except (KeyError, ValueError, TypeError) as err:
-                raise CheckpointError(
-                    f"the saved optimizer {name!r} does not fit the live one ({type(err).__name__}: {err}): build it "
-                    "with the same param groups, in the same order, as the run that saved it.",
-                ) from err
-            set_optimizer_state_dict(owner, optimizer, by_name, options=options)
-            done.append(name)
-    return done
-
-
-def _fresh(tree: Any) -> Any:
-    """A copy of ``tree`` with every tensor replaced by an empty one like it (DTensors stay DTensors)."""
-    if isinstance(tree, torch.Tensor):
-        return torch.empty_like(tree)
-    if isinstance(tree, dict):
-        return {key: _fresh(value) for key, value in tree.items()}
-    if isinstance(tree, list):
-        return [_fresh(value) for value in tree]
-    return tree
-
-
-def _check_keys(folder: Path, metadata: Any, live: Mapping[str, Any], sharded: collective.Sharded) -> None:
-    """Every tensor of the live modules is in the checkpoint with the same (global) shape."""
-    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
-
-    saved = metadata.state_dict_metadata
-    for name in sharded.modules:
-        prefix = f"{name}."
-        stored = {fqn[len(prefix) :]: info for fqn, info in saved.items() if fqn.startswith(prefix)}
-        if not stored:
-            raise CheckpointError(
-                f"checkpoint {str(folder)!r} holds no module {name!r}; its sharded objects are "
-                f"{sorted({fqn.split('.', 1)[0] for fqn in saved})}. Restore into the names it was saved with.",
-                path=folder,
-            )
-        missing = sorted(key for key in live[name] if key not in stored)
-        unexpected = sorted(key for key in stored if key not in live[name])
-        shapes = sorted(
-            f"{key}: saved {list(stored[key].size)}, live {list(value.shape)}"
-            for key, value in live[name].items()
-            if isinstance(value, torch.Tensor)
-            and isinstance(stored.get(key), TensorStorageMetadata)
-            and tuple(stored[key].size) != tuple(value.shape)
-        )
-        if missing or unexpected or shapes:
-            parts = [
-                f"missing in the checkpoint: {missing[:8]}" if missing else "",
-                f"not in the module: {unexpected[:8]}" if unexpected else "",
-                f"different shapes: {shapes[:8]}" if shapes else "",
-            ]
-            raise CheckpointError(
-                f"module {name!r} does not fit checkpoint {str(folder)!r}: {'; '.join(p for p in parts if p)}. "
-                "Build the model with the architecture it was saved with; nothing was changed.",
-                path=folder,
-            )
 
 
 def read_rank_rng(folder: Path, group: collective.Group | None, saved_world: int) -> Any | None:

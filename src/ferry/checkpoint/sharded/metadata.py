@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 from torch.distributed.checkpoint.metadata import (
@@ -26,6 +26,7 @@ from ferry.checkpoint.folder import SHARDS_FILE, is_plain_dcp
 from ferry.errors import CheckpointError, CorruptCheckpointError
 
 __all__ = [
+    "is_tensor_entry",
     "metadata_from_json",
     "metadata_to_json",
     "read_metadata",
@@ -33,6 +34,11 @@ __all__ = [
 
 METADATA_FORMAT = "ferry.dcp"
 METADATA_VERSION = 1
+
+
+def is_tensor_entry(entry: object) -> TypeGuard[TensorStorageMetadata]:
+    """Whether an entry of DCP's ``state_dict_metadata`` describes a tensor (it has a size, a dtype and chunks)."""
+    return isinstance(entry, TensorStorageMetadata)
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
+from ferry import _dist
 from ferry.checkpoint.file.api import save, verify
 from ferry.checkpoint.folder import SHARDS_FILE, STATE_FILE, rng_file
 from ferry.errors import CheckpointError, CorruptCheckpointError, FerryError
@@ -82,22 +83,13 @@ class Group:
     @property
     def distributed(self) -> bool:
         """Whether a process group is up (collectives are needed)."""
-        return self.world_size > 1 or _initialized()
-
-
-def _initialized() -> bool:
-    import torch.distributed as dist
-
-    return dist.is_available() and dist.is_initialized()
+        return self.world_size > 1 or _dist.process_group() is not None
 
 
 def current_group() -> Group | None:
     """The default process group's rank and world size, or None when no process group is up."""
-    if not _initialized():
-        return None
-    import torch.distributed as dist
-
-    return Group(dist.get_rank(), dist.get_world_size())
+    group = _dist.process_group()
+    return None if group is None else Group(*group)
 
 
 @contextlib.contextmanager

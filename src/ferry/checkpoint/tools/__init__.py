@@ -18,33 +18,34 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ferry.checkpoint.file.structure import flatten
     from ferry.checkpoint.tools._convert import convert
     from ferry.checkpoint.tools._describe import describe
     from ferry.checkpoint.tools._diff import diff, diff_objects, max_abs_diff
-    from ferry.checkpoint.tools._paths import Meter, Progress, Target, flatten, no_progress, resolve, run_directory
+    from ferry.checkpoint.tools._paths import Meter, Progress, Target, no_progress, resolve, run_directory
     from ferry.checkpoint.tools._runs import collect, list_run, recorded_policy
     from ferry.checkpoint.tools._verify import Check, verify, verify_path
 
 #: public name -> its module; imported on first use, so that ``ferry.verify`` does not import DCP (1.5 s)
 _NAMES = {
-    "convert": "convert",
-    "describe": "describe",
-    "diff": "diff",
-    "diff_objects": "diff",
-    "max_abs_diff": "diff",
-    "Meter": "paths",
-    "Progress": "paths",
-    "Target": "paths",
-    "flatten": "paths",
-    "no_progress": "paths",
-    "resolve": "paths",
-    "run_directory": "paths",
-    "collect": "runs",
-    "list_run": "runs",
-    "recorded_policy": "runs",
-    "Check": "verify",
-    "verify": "verify",
-    "verify_path": "verify",
+    "flatten": "ferry.checkpoint.file.structure",
+    "convert": "ferry.checkpoint.tools._convert",
+    "describe": "ferry.checkpoint.tools._describe",
+    "diff": "ferry.checkpoint.tools._diff",
+    "diff_objects": "ferry.checkpoint.tools._diff",
+    "max_abs_diff": "ferry.checkpoint.tools._diff",
+    "Meter": "ferry.checkpoint.tools._paths",
+    "Progress": "ferry.checkpoint.tools._paths",
+    "Target": "ferry.checkpoint.tools._paths",
+    "no_progress": "ferry.checkpoint.tools._paths",
+    "resolve": "ferry.checkpoint.tools._paths",
+    "run_directory": "ferry.checkpoint.tools._paths",
+    "collect": "ferry.checkpoint.tools._runs",
+    "list_run": "ferry.checkpoint.tools._runs",
+    "recorded_policy": "ferry.checkpoint.tools._runs",
+    "Check": "ferry.checkpoint.tools._verify",
+    "verify": "ferry.checkpoint.tools._verify",
+    "verify_path": "ferry.checkpoint.tools._verify",
 }
 
 __all__ = [
@@ -71,5 +72,5 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _NAMES:
-        return getattr(importlib.import_module(f"ferry.checkpoint.tools._{_NAMES[name]}"), name)
+        return getattr(importlib.import_module(_NAMES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,9 +16,10 @@ import torch
 
 from ferry.checkpoint.file.api import load, save, verify
 from ferry.checkpoint.file.kinds import KIND_NAMES, sniff
+from ferry.checkpoint.file.structure import flatten
 from ferry.checkpoint.folder import MANIFEST_FILE, STATE_FILE, has_shards, is_plain_dcp
 from ferry.checkpoint.sharded.consolidate import load_sharded_folder
-from ferry.checkpoint.tools._paths import Progress, flatten, no_progress, resolve
+from ferry.checkpoint.tools._paths import Progress, no_progress, resolve
 from ferry.errors import CheckpointError
 
 __all__ = ["convert"]

@@ -15,15 +15,12 @@ from typing import Any
 import torch
 
 from ferry.checkpoint.file import tree
+from ferry.checkpoint.file.structure import flatten, read_structure
 from ferry.checkpoint.folder import MANIFEST_FILE, RANK_FILE, SHARDS_FILE, STATE_FILE, has_shards
-from ferry.checkpoint.sharded.consolidate import read_values
-from ferry.checkpoint.sharded.metadata import read_metadata
 from ferry.checkpoint.tools._paths import (
     Target,
-    flatten,
     is_payload,
     jsonable,
-    read_structure,
     resolve,
     short_repr,
 )
@@ -187,7 +184,8 @@ def describe_sharded(folder: Path, manifest: dict[str, Any] | None, problem: str
     Raises:
         CheckpointError: ``shards.json`` is missing, damaged or from a newer ferry.
     """
-    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+    from ferry.checkpoint.sharded.consolidate import read_values  # these import DCP (1.5 s): sharded folders only
+    from ferry.checkpoint.sharded.metadata import is_tensor_entry, read_metadata
 
     metadata_doc = read_metadata(folder, complete=False)  # describe a damaged folder too
     written = manifest or _raw_manifest(folder)
@@ -225,7 +223,7 @@ def describe_sharded(folder: Path, manifest: dict[str, Any] | None, problem: str
 
     tensors: list[dict[str, Any]] = []
     for fqn, info in metadata_doc.state_dict_metadata.items():
-        if isinstance(info, TensorStorageMetadata):
+        if is_tensor_entry(info):
             numel = info.size.numel()
             nbytes = numel * torch.empty(0, dtype=info.properties.dtype).element_size()
             tensors.append(

@@ -10,9 +10,10 @@ from typing import Any
 import torch
 
 from ferry.checkpoint.file.api import load
+from ferry.checkpoint.file.structure import flatten
 from ferry.checkpoint.folder import has_shards
 from ferry.checkpoint.sharded.consolidate import load_sharded_folder
-from ferry.checkpoint.tools._paths import Target, flatten, jsonable, resolve
+from ferry.checkpoint.tools._paths import Target, jsonable, resolve
 
 __all__ = ["diff", "diff_objects", "max_abs_diff"]
 
@@ -63,7 +64,7 @@ def _number(value: object) -> float | None:
 
 
 def diff_objects(a: object, b: object, *, atol: float = 0.0) -> dict[str, Any]:
-    """Compare two saved objects leaf by leaf (paths as :func:`~ferry.checkpoint.tools._paths.flatten` makes them).
+    """Compare two saved objects leaf by leaf (paths as :func:`~ferry.checkpoint.file.structure.flatten` makes them).
 
     Args:
         a: The first object (tensors on the CPU).

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ferry.checkpoint.file import api as file_api
 from ferry.checkpoint.file.kinds import KIND_NAMES, sniff
+from ferry.checkpoint.file.structure import read_structure
 from ferry.checkpoint.folder import (
     MANIFEST_FILE,
     SHARDS_FILE,
@@ -31,11 +31,9 @@ from ferry.checkpoint.sharded import ranks
 from ferry.checkpoint.tools._paths import (
     Meter,
     Progress,
-    flatten,
     is_payload,
     missing,
     no_progress,
-    read_structure,
     run_directory,
 )
 from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
@@ -94,58 +92,10 @@ _CHECKED_SHARDED = (
 _SHARDED_KIND = "Checkpointer checkpoint (sharded)"
 
 
-def _pieces_problem(folder: Path, listed: set[str] | None) -> str | None:
-    """What is wrong with where ``shards.json`` places the pieces: a file not in the manifest, a piece not there.
-
-    Only headers are read (the checksums are :func:`ferry.checkpoint.sharded.ranks.verify_folder`'s job).
-    """
-    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
-
-    from ferry.checkpoint.sharded.metadata import read_metadata  # imports DCP (1.5 s): only for sharded folders
-
-    metadata = read_metadata(folder)
-    by_file: dict[str, list[tuple[Any, dict[str, str]]]] = {}
-    for index, where in (metadata.storage_data or {}).items():
-        by_file.setdefault(where["file"], []).append((index, where))
-    for file, pieces in sorted(by_file.items()):
-        if listed is not None and file not in listed:
-            return f"{SHARDS_FILE} places pieces in {file}, which {MANIFEST_FILE} does not list"
-        if not (folder / file).is_file():
-            return f"{file} is missing: {SHARDS_FILE} places {len(pieces)} pieces there (a rank's file was lost)"
-        stored = dict(flatten(read_structure(folder / file).obj))
-        for index, where in pieces:
-            if where["name"] not in stored:
-                return f"{file} lacks the piece {where['name']!r} of {index.fqn!r} that {SHARDS_FILE} places there"
-            info = metadata.state_dict_metadata.get(index.fqn)
-            if isinstance(info, TensorStorageMetadata) and index.offset is not None:
-                sizes = next((c.sizes for c in info.chunks if tuple(c.offsets) == tuple(index.offset)), None)
-                got = tuple(stored[where["name"]].shape)
-                if sizes is None or tuple(sizes) != got:
-                    return (
-                        f"{file}: the piece {where['name']!r} of {index.fqn!r} has shape {list(got)}, "
-                        f"{SHARDS_FILE} says {None if sizes is None else list(sizes)}"
-                    )
-    return None
-
-
-def _sharded_problem(folder: Path, manifest: dict[str, Any] | None) -> str | None:
-    """What is wrong with the DCP part of ``folder`` (``None`` when it verifies); ``manifest`` is complete or None."""
-    from ferry.checkpoint.sharded.metadata import read_metadata  # imports DCP (1.5 s): only for sharded folders
-
-    try:
-        if manifest is not None:
-            ranks.verify_folder(folder, manifest)
-        else:  # a folder dcp.save wrote with ferry's storage: no manifest, so no SHA-256 to check
-            read_metadata(folder)
-            for file in sorted(folder.glob("shard-*.safetensors")):
-                file_api.verify(file)
-        return _pieces_problem(folder, None if manifest is None else set(manifest["files"]))
-    except (CorruptCheckpointError, UnsafeCheckpointError) as err:
-        return str(err)
-
-
 def _folder(folder: Path, progress: Meter) -> Check:
     """Verify a ``step-<n>`` folder: manifest, file sizes, every checksum, and that it holds the step it names."""
+    from ferry.checkpoint.sharded.verify import sharded_problem  # imports DCP (1.5 s): used for sharded folders
+
     size = sum(path.stat().st_size for path in folder.iterdir() if path.is_file())
     if is_plain_dcp(folder):
         progress.advance(size)
@@ -155,7 +105,7 @@ def _folder(folder: Path, progress: Meter) -> Check:
         )  # fmt: skip
     bare = step_of(folder.name) is None and not (folder / MANIFEST_FILE).exists()
     if has_shards(folder) and bare and not (folder / STATE_FILE).exists():
-        problem = _sharded_problem(folder, None)
+        problem = sharded_problem(folder, None)
         progress.advance(size)
         checked = f"{SHARDS_FILE}, every checksum of every file, every piece in its rank file"
         return Check(str(folder), "DCP folder (ferry storage)", size, problem is None, checked, problem)
@@ -168,7 +118,7 @@ def _folder(folder: Path, progress: Meter) -> Check:
         return Check(str(folder), kind, size, False, checked, f"incomplete: {problem}")
     if sharded:
         progress.describe(f"verifying {folder.name}")
-        problem = _sharded_problem(folder, manifest)
+        problem = sharded_problem(folder, manifest)
         progress.advance(size)
         if problem is not None:
             return Check(str(folder), kind, size, False, checked, problem)
