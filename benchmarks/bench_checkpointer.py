@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         times, commits, checked, errors = run(state, folder, args.repeat, args.warmup)
         report = {
             "benchmark": "checkpointer",
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {**_machine.machine(), "filesystem": filesystem(folder)},
             "versions": _machine.versions("safetensors", "numpy", "xxhash"),
             "quick": args.quick,

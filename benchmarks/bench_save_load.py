@@ -502,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         results = run(sd, folder, device, args.repeat, args.warmup, cache=args.cache)
         report = {
             "benchmark": "save_load",
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": machine(folder),
             "versions": _machine.versions("safetensors", "numpy", "xxhash"),
             "quick": args.quick,

@@ -394,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
 
         report = {
             "benchmark": "sharded",
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {**_machine.machine(), "filesystem": filesystem(folder)},
             "versions": _machine.versions("safetensors", "xxhash"),
             "quick": args.quick,

@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
 
     report: dict[str, Any] = {
         "benchmark": "to_device",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": _machine.machine(),
         "versions": _machine.versions("accelerate", "lightning", "safetensors", "numpy"),
         "quick": args.quick,

@@ -238,3 +238,14 @@ def test_bench_lint_times_ferry_on_a_tree(tmp_path: Path) -> None:
     assert row["ferry_s"] > 0
     assert 1 <= row["ferry_output_lines"]
     assert "torchfix_s" not in row
+
+
+def test_bench_lint_times_one_small_file(tmp_path: Path) -> None:
+    out = tmp_path / "small.json"
+    proc = run_script(
+        [sys.executable, str(BENCHMARKS / "bench_lint.py"), "--small-file", "--repeat", "1", "--json", str(out)]
+    )
+    assert 0 == proc.returncode, proc.stderr
+    row = json.loads(out.read_text())["small_file"]
+    assert row["python -m ferry lint s"] > 0
+    assert "python -m ferry lint" in proc.stdout

@@ -23,7 +23,7 @@ on the command line replace the file's values (``--select`` also drops the file'
 from __future__ import annotations
 
 import os
-import sys
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -121,23 +121,12 @@ class LintConfig:
         return PathFilter(self.exclude, self.root, self.respect_gitignore)
 
 
-def _toml() -> Any:
-    if sys.version_info >= (3, 11):
-        import tomllib
-
-        return tomllib
-    import tomli  # type: ignore[import-not-found,unused-ignore]  # Python 3.10: the backport of tomllib
-
-    return tomli
-
-
 def _table(path: Path) -> dict[str, Any] | None:
     """The ``[tool.ferry.lint]`` table of ``path``, or ``None`` when it has none."""
-    toml = _toml()
     try:
         with open(path, "rb") as handle:
-            data = toml.load(handle)
-    except toml.TOMLDecodeError as err:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as err:
         raise ArgumentError(f"{path}: not valid TOML: {err}. Fix the file, or pass --config with another.") from None
     except UnicodeDecodeError as err:  # TOML is UTF-8 by definition
         raise ArgumentError(

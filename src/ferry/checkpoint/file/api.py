@@ -5,7 +5,7 @@ saved structure, e.g. ``model/layer.weight``) whose ``__metadata__`` also holds 
 dicts with int keys, tuples, OrderedDicts and plain values such as ``inf`` come back exactly), a checksum of every
 tensor (XXH3-64; CRC-32 in files from earlier versions, which still load and verify), and a checksum of the header.
 No pickle is involved. The byte layout is in ``layout.py`` (written by ``writer.py``, read by ``reader.py``), the
-structure encoding in ``tree.py``, ``torch.save`` files in ``legacy.py``.
+structure encoding in ``tree.py``, ``torch.save`` files in ``torch_save.py``, telling them apart in ``kinds.py``.
 
 Writes are atomic and durable: a temporary file in the same folder, fsync, ``os.replace``, fsync of the folder.
 A crash at any moment leaves the previous file or the new one, never a mix.

@@ -9,15 +9,16 @@ Layout of ``directory``::
     step-000000200/
     step-000000300.ferry-tmp-<pid>-<hex>/   a save in progress (or a crash's leftover): never listed
 
-Under ``torch.distributed`` a step folder has the sharded layout instead (``collective.py``).
+Under ``torch.distributed`` a step folder has the sharded layout instead (:mod:`ferry.checkpoint.sharded.ranks`).
 
 A checkpoint is written under a temporary folder name, its files fsynced, then committed by one atomic rename of the
 folder and an fsync of ``directory``. So a folder named ``step-<n>`` is complete by construction; listing also
 checks the manifest and file sizes, and ``restore()`` verifies every checksum while loading. The pieces:
-``store.py`` (listing, manifests, retention), ``commit.py`` (manifest, commit rename, its fsync), ``restoring.py``
-(read and verify, then load into the objects), ``collective.py`` and ``dcp.py`` (several ranks, through
-torch.distributed.checkpoint), ``pruning.py`` (deleting pruned checkpoints in the background), ``stateful.py`` (what
-can be saved in place), ``snapshot.py`` (copies for async saves), ``lock.py`` (one writer per directory).
+``folders.py`` (listing, retention; the folder layout is :mod:`ferry.checkpoint.folder`), ``commit.py`` (manifest,
+commit rename, its fsync), ``restore.py`` (read and verify, then load into the objects), :mod:`ferry.checkpoint.sharded`
+(several ranks, through torch.distributed.checkpoint), ``pruning.py`` (deleting pruned checkpoints in the
+background), ``saveable.py`` (what can be saved in place), ``snapshot.py`` (copies for async saves), ``lock.py`` (one
+writer per directory).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class Checkpointer:
     ``torch.distributed.checkpoint`` with ferry's storage (each rank writes its FSDP2/DTensor shards; a DDP replica
     is written once, by rank 0), rank 0 writes the other objects and values, each rank its RNG states, and rank 0
     commits the folder only after every rank has written. Such a checkpoint restores on any number of ranks, or into
-    a plain model in one process (see ``collective.py`` for the layout).
+    a plain model in one process (see :mod:`ferry.checkpoint.sharded.ranks` for the layout).
 
     Example:
         >>> import tempfile, torch, ferry
@@ -306,7 +307,7 @@ class Checkpointer:
     def _save_collective(
         self, step: int, state: Mapping[str, Any], metrics: dict[str, float], group: collective.Group
     ) -> Path:
-        """:meth:`save` under a process group: every rank writes its part, rank 0 commits (see collective.py)."""
+        """:meth:`save` under a process group: every rank writes its part, rank 0 commits (see sharded/ranks.py)."""
         if self.async_save and not self._warned_async and group.rank == 0:
             self._warned_async = True
             warnings.warn(

@@ -1,9 +1,9 @@
 """Restoring a checkpoint folder into live objects: read and verify everything first, then change the objects.
 
 :func:`prepare` reads what ``state`` needs from a folder (either layout: one ``state.safetensors``, or the sharded
-one of ``collective.py``) and verifies it, changing nothing live; on every rank, with the exchanges that make all
-ranks fail together. :func:`apply` then loads it into the objects. The :class:`ferry.Checkpointer` chooses the folder
-(the newest that verifies) and calls both.
+one of :mod:`ferry.checkpoint.sharded.ranks`) and verifies it, changing nothing live; on every rank, with the
+exchanges that make all ranks fail together. :func:`apply` then loads it into the objects. The
+:class:`ferry.Checkpointer` chooses the folder (the newest that verifies) and calls both.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A checkpoint saved while a process group is up (``torchrun``, after :func:`ferry
 *sharded* layout::
 
     step-000000100/
-        shards.json                 modules and optimizers, through DCP with ferry's storage (dcp.py): their
+        shards.json                 modules and optimizers, through DCP with ferry's storage (storage.py): their
         shard-00000.safetensors     state_dicts from ``get_model_state_dict``/``get_optimizer_state_dict``, keyed
         shard-00001.safetensors     by parameter name, so they reshard (N ranks -> M) and load into a plain model
         state.safetensors           rank 0: the step, the other objects' states (samplers, schedulers...), values
@@ -20,7 +20,7 @@ together instead of hanging in a collective; a rank that dies leaves its peers' 
 torchrun to stop them, and the temporary folder is never committed.
 
 The functions here take what they need from the Checkpointer; ``checkpointer.py`` calls them. They import
-``torch.distributed.checkpoint`` (through ``dcp.py``) when called, never at import time, so ``import ferry`` stays
+``torch.distributed.checkpoint`` (through ``storage.py``) when called, never at import time, so ``import ferry`` stays
 light.
 """
 
