@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from ferry.checkpoint.file.api import load
-from ferry.checkpoint.folder import STATE_FILE, read_manifest, rng_file
+from ferry.checkpoint.folder import STATE_FILE, read_manifest, rng_file, step_of
 from ferry.checkpoint.run.rng import restore_rng_state
 from ferry.checkpoint.run.saveable import is_stateful, load_into
 from ferry.checkpoint.sharded import ranks as collective
@@ -153,7 +153,7 @@ def apply(folder: Path, state: MutableMapping[str, Any], prepared: Prepared) -> 
     if prepared.rng is not None:
         restore_rng_state(prepared.rng, where=str(folder))
     manifest = read_manifest(folder)[0] or {}
-    return int(manifest.get("step", folder.name.removeprefix("step-")))
+    return int(manifest.get("step", step_of(folder.name)))
 
 
 def load_payload(folder: Path) -> dict[str, Any]:
