@@ -153,7 +153,14 @@ def apply(folder: Path, state: MutableMapping[str, Any], prepared: Prepared) -> 
     if prepared.rng is not None:
         restore_rng_state(prepared.rng, where=str(folder))
     manifest = read_manifest(folder)[0] or {}
-    return int(manifest.get("step", step_of(folder.name)))
+    step = manifest.get("step", step_of(folder.name))
+    if not isinstance(step, int):
+        raise CheckpointError(
+            f"checkpoint {str(folder)!r} names no step (manifest step {step!r}, folder name {folder.name!r}). "
+            "Rename the folder step-<n> for the step it holds, or restore another checkpoint.",
+            path=folder,
+        )
+    return step
 
 
 def load_payload(folder: Path) -> dict[str, Any]:
