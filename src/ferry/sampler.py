@@ -6,9 +6,11 @@ handed out), plus the settings that must match for them to mean the same thing o
 **Counting what was trained.** The sampler counts the indices its iterator hands out. A ``DataLoader`` with
 ``num_workers=0`` takes exactly one batch of indices per batch it yields, so the count is exact whenever the loop
 holds a batch. With workers, the loader takes indices ``prefetch_factor * num_workers`` batches ahead, and the count
-runs ahead of the training loop by that much. torchdata's ``StatefulDataLoader`` solves this inside the loader,
-which sees the batches it yields; a sampler cannot, so the loop tells it: call :meth:`ResumableSampler.mark_consumed`
-with each batch's size, and :meth:`~ResumableSampler.state_dict` reports what the loop has consumed instead.
+runs ahead of the training loop by that much. Put the ``DataLoader`` itself in the Checkpointer's ``state``
+(``{"loader": loader, ...}``): the Checkpointer counts the batches the loop received and resumes exactly for any
+``num_workers`` (:mod:`ferry.checkpoint.run.loader`); the sampler then needs no entry of its own. Without a
+Checkpointer, the loop can tell the sampler instead: call :meth:`ResumableSampler.mark_consumed` with each batch's
+size, and :meth:`~ResumableSampler.state_dict` reports what the loop has consumed.
 """
 
 from __future__ import annotations
@@ -55,12 +57,11 @@ class ResumableSampler(Sampler[int]):
 
         sampler = ferry.ResumableSampler(dataset, seed=0)
         loader = DataLoader(dataset, batch_size=32, sampler=sampler, num_workers=4)
-        step = checkpointer.restore(state) or 0  # state = {"model": model, "sampler": sampler, ...}
+        step = checkpointer.restore(state) or 0  # state = {"model": model, "loader": loader, ...}
         for epoch in range(sampler.epoch, n_epochs):
             sampler.set_epoch(epoch)
             for inputs, targets in loader:
                 ...  # train
-                sampler.mark_consumed(len(targets))  # only with num_workers > 0, see mark_consumed
                 checkpointer.save_if_due(step, state)
 
     A state saved after the last batch of epoch ``e`` says epoch ``e`` at position ``len(self)`` or epoch ``e + 1``

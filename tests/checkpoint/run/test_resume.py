@@ -28,7 +28,7 @@ from ferry.sampler import ResumableSampler
 #: epoch), and writes OUT.json (the step and loss of each step it trained, the warnings of its restore) and
 #: OUT.safetensors (the final model, optimizer, scheduler and scaler state). With ``--stop-after K`` it saves a
 #: checkpoint after step K and leaves through ``os._exit(0)``: no close(), no cleanup, like a killed job.
-#: ``--no-generator`` builds the DataLoader without its own generator (what ferry warns about at restore).
+#: ``--forget-loader`` leaves the DataLoader out of what is restored (the control: its resume must diverge).
 TRAIN = textwrap.dedent(
     """
     import argparse, json, os, random, warnings
@@ -50,7 +50,7 @@ TRAIN = textwrap.dedent(
     parser.add_argument("ckpt")
     parser.add_argument("out")
     parser.add_argument("--stop-after", type=int)
-    parser.add_argument("--no-generator", action="store_true")
+    parser.add_argument("--forget-loader", action="store_true")
     args = parser.parse_args()
 
     random.seed(0)
@@ -60,7 +60,7 @@ TRAIN = textwrap.dedent(
     data = torch.randn(40, 8, generator=torch.Generator().manual_seed(1))
     dataset = TensorDataset(data, data.sum(dim=1, keepdim=True).tanh())
     sampler = ResumableSampler(dataset, shuffle=True, seed=0)
-    generator = None if args.no_generator else torch.Generator().manual_seed(2)
+    generator = torch.Generator().manual_seed(2)
     loader = DataLoader(dataset, batch_size=4, sampler=sampler, num_workers=0, generator=generator)
     model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 1))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
@@ -72,6 +72,8 @@ TRAIN = textwrap.dedent(
         "loader": loader, "rng": rng,
     }
 
+    if args.forget_loader:
+        del state["loader"]
     ckpt = ferry.Checkpointer(args.ckpt)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ferry.CheckpointWarning)
@@ -160,8 +162,8 @@ def test_killed_and_resumed_runs_match_the_uninterrupted_run_bitwise(tmp_path):
     """Train 27 steps straight; and train, die after step K, resume in a new process, train to 27.
 
     K = 13 stops in the middle of the second epoch (10 steps an epoch), K = 20 after its last batch but before the
-    iterator ran out. The runs go in parallel: three processes, then the two resumes and a control: a resume whose
-    DataLoader has no generator, which ferry warns about and whose losses do diverge (so the comparison can fail).
+    iterator ran out. The runs go in parallel: three processes, then the two resumes and a control: a resume that
+    does not restore the DataLoader, whose losses do diverge (so the comparison can fail).
     """
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
@@ -178,7 +180,7 @@ def test_killed_and_resumed_runs_match_the_uninterrupted_run_bitwise(tmp_path):
     runs = {
         "then-13": start(script, ckpt["13"], tmp_path / "then-13"),
         "then-20": start(script, ckpt["20"], tmp_path / "then-20"),
-        "control": start(script, ckpt["control"], tmp_path / "control", "--no-generator"),
+        "control": start(script, ckpt["control"], tmp_path / "control", "--forget-loader"),
     }
     out |= finish(runs, tmp_path)
     straight, control = out["straight"], out["control"]
@@ -196,23 +198,24 @@ def test_killed_and_resumed_runs_match_the_uninterrupted_run_bitwise(tmp_path):
     assert (2, 28) == (final["sampler"]["epoch"], final["sampler"]["position"])  # the runs end mid-epoch too
 
     assert 13 == control["start"]
-    assert 1 == len(control["warnings"])
-    assert "has no generator" in control["warnings"][0]
+    assert [] == control["warnings"]
     assert straight["losses"][13:] != control["losses"]
 
 
-def test_restoring_a_dataloader_without_generator_warns_and_still_restores_the_sampler(tmp_path):
+def test_a_dataloader_without_generator_resumes_where_the_loop_was(tmp_path):
     dataset = TensorDataset(torch.arange(12.0))
-    loader = DataLoader(dataset, batch_size=4, sampler=ResumableSampler(dataset, seed=3), generator=torch.Generator())
-    batches = iter(loader)
-    seen = next(batches)[0].tolist()
+    sampler = ResumableSampler(dataset, seed=3)
+    loader = DataLoader(dataset, batch_size=4, sampler=sampler)
     with ferry.Checkpointer(tmp_path) as ckpt:
-        ckpt.save(1, {"loader": loader})
+        ckpt.restore({"loader": loader, "sampler": sampler})
+        batches = iter(loader)
+        seen = next(batches)[0].tolist()
+        ckpt.save(1, {"loader": loader, "sampler": sampler})
 
     sampler = ResumableSampler(dataset, seed=3)
     resumed = DataLoader(dataset, batch_size=4, sampler=sampler)
-    with pytest.warns(ferry.CheckpointWarning, match=r"'loader' has no generator.*generator=torch.Generator"):
-        assert 1 == ferry.Checkpointer(tmp_path).restore({"loader": resumed})
-    assert (0, 4) == (sampler.epoch, sampler.position)
+    assert 1 == ferry.Checkpointer(tmp_path).restore({"loader": resumed, "sampler": sampler})
+    assert (0, 0) == (sampler.epoch, sampler.position)  # the start of the interrupted pass: it is replayed
     rest = [value for (batch,) in resumed for value in batch.tolist()]
     assert sorted(seen + rest) == list(range(12))
+    assert 8 == len(rest)

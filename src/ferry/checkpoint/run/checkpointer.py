@@ -51,7 +51,7 @@ from ferry.checkpoint.run.folders import RetentionPolicy
 from ferry.checkpoint.run.lock import DirectoryLock
 from ferry.checkpoint.run.pruning import Deleter
 from ferry.checkpoint.run.rng import capture_rng_state
-from ferry.checkpoint.run.saveable import is_stateful, state_of
+from ferry.checkpoint.run.saveable import is_stateful, prepare_loaders, state_of
 from ferry.checkpoint.run.snapshot import Snapshotter, tensor_bytes
 from ferry.checkpoint.sharded import ranks as collective
 from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError
@@ -284,7 +284,7 @@ class Checkpointer:
         if group is not None:
             return self._save_collective(step, state, clean_metrics, group)
         self._lock.acquire()
-        objects = {name: state_of(obj) for name, obj in state.items() if is_stateful(obj)}
+        objects = {name: state_of(obj, name=name) for name, obj in state.items() if is_stateful(obj)}
         values = {name: obj for name, obj in state.items() if not is_stateful(obj)}
         payload = {"step": step, "objects": objects, "values": values, "rng": capture_rng_state()}
         self._check_space(step, payload)
@@ -337,7 +337,7 @@ class Checkpointer:
 
             def split() -> tuple[collective.Sharded, dict[str, Any], dict[str, Any], dict[str, Any]]:
                 sharded = collective.sharded_part(state, final)
-                others = {n: state_of(o) for n, o in state.items() if is_stateful(o) and n not in sharded.names}
+                others = {n: state_of(o, name=n) for n, o in state.items() if is_stateful(o) and n not in sharded.names}
                 values = {n: o for n, o in state.items() if not is_stateful(o)}
                 return sharded, others, values, sharded.state_dicts()
 
@@ -617,6 +617,7 @@ class Checkpointer:
         """
         group = collective.current_group()
         collective.check_same_call(group, what="restore", where=self.directory, step=step, names=sorted(state))
+        prepare_loaders(state)  # a loop that starts after restore is counted, checkpoint or not
         # Reading a sharded optimizer state needs a live state to read into; DCP makes one for an optimizer that has
         # none yet (a zero-lr step). If nothing is restored, that optimizer is handed back as it came.
         fresh = [obj for obj in state.values() if isinstance(obj, torch.optim.Optimizer) and not obj.state]

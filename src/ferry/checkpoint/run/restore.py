@@ -19,7 +19,7 @@ import torch
 from ferry.checkpoint.file.api import load
 from ferry.checkpoint.folder import STATE_FILE, read_manifest, rng_file, step_of
 from ferry.checkpoint.run.rng import restore_rng_state
-from ferry.checkpoint.run.saveable import is_stateful, load_into
+from ferry.checkpoint.run.saveable import is_plain_loader, is_stateful, load_into
 from ferry.checkpoint.sharded import ranks as collective
 from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError, FerryError
 
@@ -131,10 +131,11 @@ def apply(folder: Path, state: MutableMapping[str, Any], prepared: Prepared) -> 
                 path=folder,
             ) from err
     # Modules first: ferry.load_state_dict checks every key before it changes anything, so a mismatch there
-    # leaves every object untouched. Then the other objects, then plain values, then the RNG states.
+    # leaves every object untouched. Then the other objects, DataLoaders last (a loader puts its sampler back to the
+    # start of the interrupted pass, over what the sampler's own entry restored), then plain values, then the RNG.
     names = sorted(
         objects.keys() & state.keys() - set(done_before),
-        key=lambda name: not isinstance(state[name], torch.nn.Module),
+        key=lambda name: (not isinstance(state[name], torch.nn.Module), is_plain_loader(state[name])),
     )
     for done, name in enumerate(names):
         try:
