@@ -7,10 +7,10 @@ torch the first time it is called.
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
+from ferry import _lazy
 from ferry._version import __version__
 
 #: public name -> the module that defines it
@@ -124,9 +124,9 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     """Import a public name's module the first time the name is used, and keep the name here."""
     if name in _NAMES:
-        value = getattr(_import(_NAMES[name]), name)
+        value = getattr(_lazy.load(_NAMES[name], f"ferry.{name}"), name)
     elif name in _SUBMODULES:
-        value = _import(f"ferry.{name}")
+        value = _lazy.load(f"ferry.{name}", f"ferry.{name}")
     else:
         raise AttributeError(f"module 'ferry' has no attribute {name!r}")
     globals()[name] = value
@@ -137,23 +137,6 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__, *_SUBMODULES})
 
 
-def _import(module: str) -> Any:
-    """``importlib.import_module``; a missing PyTorch becomes a :class:`ferry.FerryError` saying how to install it."""
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as err:
-        if err.name != "torch":
-            raise
-        from ferry.errors import FerryError
-
-        raise FerryError(
-            f"{module} needs PyTorch, which is not installed in this environment ({err}). "
-            "Install the build for your machine first: `pip install torch` (CUDA) or "
-            "`pip install torch --index-url https://download.pytorch.org/whl/cpu` (CPU only), "
-            "or `pip install 'ferry[torch]'`."
-        ) from err
-
-
 # FERRY_SANITIZE=1: the runtime checks for the whole process. Unset, nothing is imported (no torch).
 if os.environ.get("FERRY_SANITIZE", "") not in ("", "0"):
-    _import("ferry.sanitizer")._from_environment()
+    _lazy.load("ferry.sanitizer", "FERRY_SANITIZE=1")._from_environment()

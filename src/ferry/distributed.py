@@ -17,8 +17,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-import torch
-from torch import nn
+try:
+    import torch
+    from torch import nn
+except ModuleNotFoundError as _err:  # `import ferry.distributed` names what to install
+    from ferry._lazy import missing_torch
+
+    raise missing_torch("ferry.distributed", _err) from _err
 
 from ferry import _dist
 from ferry.devices import pick_device

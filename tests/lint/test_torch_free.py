@@ -101,3 +101,29 @@ def test_a_torch_feature_without_torch_says_how_to_install_it(tmp_path: Path) ->
     message = json.loads(result.stdout.splitlines()[0])
     assert "needs PyTorch" in message
     assert "pip install torch" in message
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import ferry.distributed",
+        "import ferry.checkpoint.tools as t; t.verify('x')",
+        "import ferry; ferry.verify('x')",
+        "import ferry; ferry.Checkpointer",
+    ],
+)
+def test_torch_entry_points_without_torch_raise_ferry_errors(tmp_path: Path, code: str) -> None:
+    result = _run(
+        f"import ferry\ntry:\n    {code}\nexcept ferry.FerryError as err:\n    print('FerryError', err)\n",
+        tmp_path / "t.py",
+    )
+    assert result.stdout.startswith("FerryError"), result.stderr[-2000:]
+    assert "needs PyTorch" in result.stdout
+
+
+@pytest.mark.parametrize("command", [["env"], ["ckpt", "ls", "."], ["ckpt", "verify", "x"], ["run", "x.py"], ["demo"]])
+def test_cli_commands_without_torch_say_what_to_install(tmp_path: Path, command: list[str]) -> None:
+    result = _run(f"from ferry.cli import main\nprint('exit', main({command!r}))\n", tmp_path / "t.py")
+    assert "exit 2" in result.stdout, result.stderr[-2000:]
+    assert "needs PyTorch" in result.stderr
+    assert "Traceback" not in result.stderr

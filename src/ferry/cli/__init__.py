@@ -47,9 +47,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ferry: unknown command {command!r}. Choose one of: {', '.join(COMMANDS)}.", file=sys.stderr)
         print(_usage(), end="", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"ferry.cli.{COMMANDS[command][0]}")
-    entry: Callable[[Sequence[str]], int] = module.main
-    return entry(rest)
+    try:
+        module = importlib.import_module(f"ferry.cli.{COMMANDS[command][0]}")
+        entry: Callable[[Sequence[str]], int] = module.main
+        return entry(rest)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] != "torch":
+            raise
+        from ferry._lazy import INSTALL_TORCH
+
+        print(f"ferry {command}: needs PyTorch, which is not installed in this environment. {INSTALL_TORCH}; "
+              "ferry lint needs no torch.", file=sys.stderr)  # fmt: skip
+        return 2
 
 
 def run() -> None:

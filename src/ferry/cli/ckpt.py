@@ -155,6 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(args.command, f"cannot access{where}: {err.strerror or err}. Check the path and its permissions.")
         return 2
     except Exception as err:  # a bug: say so plainly rather than print a traceback
+        if isinstance(err, ModuleNotFoundError) and (err.name or "").split(".")[0] == "torch":
+            raise  # not a bug: PyTorch is not installed, and ferry.cli.main says how to install it
         _error(
             args.command,
             f"internal error ({type(err).__name__}: {err}). This is a bug in ferry; please report it with the "

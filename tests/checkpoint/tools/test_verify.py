@@ -61,7 +61,9 @@ def test_latest_step_folder_verifies(run: Path) -> None:
 def test_run_directory_verifies_every_checkpoint(run: Path) -> None:
     ferry.verify(run)
     _flip(run / "step-000000001" / "state.safetensors")
-    with pytest.raises(CorruptCheckpointError, match=r"1 of 2 checkpoint\(s\).*step-000000001") as caught:
+    with pytest.raises(
+        CorruptCheckpointError, match=r"(?s)1 of 2 checkpoints in .*fail verification:\n  step-000000001: "
+    ) as caught:
         ferry.verify(run)
     assert caught.value.path == run / "step-000000001"
 
@@ -141,3 +143,16 @@ def test_verify_path_reports_each_folder(run: Path) -> None:
     checks, notes = verify_path(run)
     assert [(Path(c.path).name, c.ok) for c in checks] == [("step-000000001", True), ("step-000000002", False)]
     assert notes == []
+
+
+def test_the_latest_of_an_empty_run_is_none_and_verify_says_why(tmp_path: Path) -> None:
+    with pytest.raises(ArgumentError, match=r"latest\(\) returns None while a run has no checkpoint yet"):
+        ferry.verify(ferry.Checkpointer(tmp_path / "run").latest())
+
+
+def test_tools_take_str_paths(run: Path) -> None:
+    from ferry.checkpoint.tools import resolve
+
+    checks, _ = verify_path(str(run))
+    assert 2 == len(checks)
+    assert resolve(str(run)).folder == run / "step-000000002"

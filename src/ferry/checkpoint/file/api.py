@@ -147,6 +147,7 @@ def as_path(path: object, function: str, obj: object = None) -> Path:
     shown = repr(path)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     signature = "ferry.save(obj, path)" if function == "save" else f"ferry.{function}(path)"
+    kind = "a file or checkpoint folder path" if "verify" in function else "a file path"
     if function == "save" and isinstance(obj, (str, os.PathLike)):
         why = (
             f"The arguments look swapped: {signature} takes the object first and the file second, like "
@@ -157,9 +158,14 @@ def as_path(path: object, function: str, obj: object = None) -> Path:
             "ferry reads and writes files by name, not through file objects (a save renames a finished temporary "
             "file into place, which needs the name). Pass the file's path as a str or pathlib.Path"
         )
+    elif path is None and "verify" in function:
+        why = (
+            "Checkpointer.latest() returns None while a run has no checkpoint yet: check for None before verifying, "
+            'or pass a path, e.g. "runs/a" or "checkpoints/model.safetensors"'
+        )
     else:
-        why = 'Pass the file\'s path as a str or pathlib.Path, e.g. "checkpoints/model.safetensors"'
-    raise ArgumentError(f"{signature} needs a file path (str or os.PathLike), but path is a {got}: {shown}. {why}.")
+        why = 'Pass the path as a str or pathlib.Path, e.g. "checkpoints/model.safetensors"'
+    raise ArgumentError(f"{signature} needs {kind} (str or os.PathLike), but path is a {got}: {shown}. {why}.")
 
 
 def _numels(header: layout.Header) -> dict[str, int]:

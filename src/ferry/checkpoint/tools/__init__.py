@@ -14,8 +14,9 @@ prints what these return.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from ferry import _lazy
 
 if TYPE_CHECKING:
     from ferry.checkpoint.file.structure import flatten
@@ -72,5 +73,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _NAMES:
-        return getattr(importlib.import_module(_NAMES[name]), name)
+        return getattr(_lazy.load(_NAMES[name], f"ferry.checkpoint.tools.{name}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -94,7 +94,7 @@ def missing(path: Path) -> CheckpointError:
     )
 
 
-def resolve(path: Path) -> Target:
+def resolve(path: str | os.PathLike[str]) -> Target:
     """The checkpoint ``path`` names: a file; a ``step-<n>`` folder (its state file); a run directory (its newest).
 
     A sharded step folder is a ``step-<n>`` folder too; so is a folder written by
@@ -106,6 +106,7 @@ def resolve(path: Path) -> Target:
         CheckpointError: nothing at ``path``; a folder that is neither a checkpoint nor a run directory; a run
             directory without a complete checkpoint (the message lists what is wrong with each).
     """
+    path = Path(path)
     if path.is_file():
         return Target(path)
     if not path.is_dir():

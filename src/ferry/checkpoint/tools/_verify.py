@@ -148,7 +148,7 @@ def _folder(folder: Path, progress: Meter) -> Check:
     return Check(str(folder), kind, size, True, checked)
 
 
-def verify_path(path: Path, progress: Progress = no_progress) -> tuple[list[Check], list[str]]:
+def verify_path(path: str | os.PathLike[str], progress: Progress = no_progress) -> tuple[list[Check], list[str]]:
     """Verify what ``path`` names: a file, a ``step-<n>`` folder, or every checkpoint folder of a run directory.
 
     Args:
@@ -156,12 +156,14 @@ def verify_path(path: Path, progress: Progress = no_progress) -> tuple[list[Chec
         progress: Receives the bytes verified (``ferry ckpt`` draws a progress bar); by default nothing.
 
     Returns:
-        One :class:`Check` per file or folder, and notes (stale temporary folders; not problems).
+        One :class:`Check` per file or folder, and notes (stale temporary folders; not problems). ``ferry ckpt verify
+        --json`` prints them as ``{"path", "ok", "checked": [Check as a dict], "notes"}``.
 
     Raises:
         CheckpointError: nothing at ``path``, a folder holding no checkpoint, or a file ferry cannot verify at all
             (a TorchScript archive, a file from a newer ferry, an unreadable file).
     """
+    path = file_api.as_path(path, "checkpoint.tools.verify_path")
     if path.is_file():
         with progress(path.stat().st_size, f"verifying {path.name}") as meter:
             return [_file(path, meter)], []
@@ -216,11 +218,18 @@ def verify(path: str | os.PathLike[str]) -> None:
         raise plain_dcp_error(where)
     checks, _ = verify_path(where)
     failed = [check for check in checks if not check.ok]
-    if failed:
-        problems = "; ".join(f"{check.path}: {check.problem}" for check in failed)
-        raise CorruptCheckpointError(
-            f"{len(failed)} of {len(checks)} checkpoint(s) under {str(where)!r} failed verification: {problems}. "
-            "Restore from another checkpoint (ferry.Checkpointer(directory).restore(state) falls back to the newest "
-            "one that verifies), or delete the damaged folder.",
-            path=Path(failed[0].path),
-        )
+    if not failed:
+        return
+    fix = (
+        "Restore from another checkpoint (ferry.Checkpointer(directory).restore(state) falls back to the newest one "
+        "that verifies), or delete the damaged folder."
+    )
+    if len(checks) == 1:
+        problem = str(failed[0].problem).rstrip(".")
+        said = problem if str(where) in problem else f"checkpoint folder {str(where)!r} fails verification: {problem}"
+        raise CorruptCheckpointError(f"{said}. {fix}", path=where)
+    problems = "".join(f"\n  {Path(check.path).name}: {str(check.problem).rstrip('.')}" for check in failed)
+    raise CorruptCheckpointError(
+        f"{len(failed)} of {len(checks)} checkpoints in {str(where)!r} fail verification:{problems}\n{fix}",
+        path=Path(failed[0].path),
+    )
