@@ -160,8 +160,8 @@ def as_path(path: object, function: str, obj: object = None) -> Path:
         )
     elif path is None and "verify" in function:
         why = (
-            "Checkpointer.latest() returns None while a run has no checkpoint yet: check for None before verifying, "
-            'or pass a path, e.g. "runs/a" or "checkpoints/model.safetensors"'
+            "Checkpointer.latest() returns None while a run has no checkpoint yet: check for None before verifying; "
+            'pass the path as a str or pathlib.Path, e.g. "runs/a" or "checkpoints/model.safetensors"'
         )
     else:
         why = 'Pass the path as a str or pathlib.Path, e.g. "checkpoints/model.safetensors"'
