@@ -178,7 +178,8 @@ def test_incomplete_and_temporary_folders_are_never_listed(tmp_path):
     state = {"x": 0}
     with pytest.warns(ferry.CheckpointWarning, match=r"step-000000003.*incomplete"):
         assert ckpt.restore(state) == 1
-    ferry.Checkpointer(tmp_path)  # a new start removes leftovers of dead processes
+    ckpt.close()
+    ferry.Checkpointer(tmp_path).close()  # a new start removes leftovers of dead processes
     assert not (tmp_path / "step-000000002.ferry-tmp-999999999-abcd").exists()
 
 
@@ -319,7 +320,7 @@ def test_a_pruned_checkpoint_that_cannot_be_deleted_is_reported_by_a_warning(tmp
         f"checkpoint (it was renamed to {renamed!r}), but what is left of it takes disk space; delete "
         f"{str(tmp_path / renamed)!r}, or run `ferry ckpt gc {tmp_path}` once this process ends."
     ) == str(warning.message)
-    assert [2] == ferry.Checkpointer(tmp_path).steps()
+    assert [2] == ferry.Checkpointer(tmp_path, read_only=True).steps()
     ckpt.close()  # reported once
     shutil.rmtree(tmp_path / renamed)
 

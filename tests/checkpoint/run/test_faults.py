@@ -71,7 +71,7 @@ def committed(directory: Path) -> list[store.CheckpointEntry]:
 
 def assert_every_checkpoint_restores(directory: Path, numel: int = 64) -> list[int]:
     """Every committed checkpoint verifies and restores exactly what its step saved; returns the steps."""
-    ckpt = ferry.Checkpointer(directory)
+    ckpt = ferry.Checkpointer(directory, read_only=True)
     for entry in committed(directory):
         verify(entry.folder / STATE_FILE)
         state = {"step_value": -1, "t": torch.zeros(numel)}

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from collections import namedtuple
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import torch
 from torch import nn
 
 import ferry
-from ferry.checkpoint.run.lock import LOCK_FILE
+from ferry.checkpoint.run.lock import LOCK_FILE, DirectoryLock
 
 
 def steps_on_disk(directory):
@@ -170,17 +171,96 @@ def test_not_enough_disk_space_raises_before_writing(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir() if ".ferry-tmp-" in p.name] == []
 
 
-def test_second_writer_is_refused_naming_the_holder(tmp_path):
+def test_a_second_writer_in_this_process_takes_over_from_the_first(tmp_path):
     first = ferry.Checkpointer(tmp_path)
     first.save(1, {"s": 1})
-    second = ferry.Checkpointer(tmp_path)
-    with pytest.raises(ferry.CheckpointError, match=rf"pid {os.getpid()} on host {socket.gethostname()}"):
-        second.save(2, {"s": 2})
-    assert second.restore({"s": 0}) == 1  # reading takes no lock
-    first.close()
+    with pytest.warns(ferry.CheckpointWarning, match="another Checkpointer of this process was still open"):
+        second = ferry.Checkpointer(tmp_path)
+    with pytest.raises(ferry.CheckpointError, match="closed"):
+        first.save(2, {"s": 2})
     second.save(2, {"s": 2})
     second.close()
     assert not (tmp_path / LOCK_FILE).exists()
+
+
+def test_a_held_lock_is_refused_naming_the_holder_and_readers_still_read(tmp_path):
+    with ferry.Checkpointer(tmp_path) as first:
+        first.save(1, {"s": 1})
+    other = DirectoryLock(tmp_path)  # what another process holds: a live pid, a token of its own
+    other.acquire()
+    holder = rf"pid {os.getpid()} on host {socket.gethostname()}.*read_only=True"
+    with pytest.raises(ferry.CheckpointError, match=holder):
+        ferry.Checkpointer(tmp_path)
+    reader = ferry.Checkpointer(tmp_path, read_only=True)
+    assert reader.restore({"s": 0}) == 1  # reading takes no lock
+    with pytest.raises(ferry.CheckpointError, match="read_only=True, so it does not save step 2"):
+        reader.save(2, {"s": 2})
+    other.release()
+    with ferry.Checkpointer(tmp_path) as second:
+        second.save(2, {"s": 2})
+    assert not (tmp_path / LOCK_FILE).exists()
+
+
+def test_a_second_writer_in_another_process_is_refused_before_training(tmp_path):
+    code = "import sys, time, ferry; c = ferry.Checkpointer(sys.argv[1]); print('ready', flush=True); time.sleep(60)"
+    holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert "ready" == holder.stdout.readline().strip()
+        with pytest.raises(ferry.CheckpointError, match=rf"pid {holder.pid} on host"):
+            ferry.Checkpointer(tmp_path, every_steps=50)
+        assert ferry.Checkpointer(tmp_path, read_only=True).restore({"s": 0}) is None
+    finally:
+        holder.kill()
+        holder.communicate()
+    with ferry.Checkpointer(tmp_path) as ckpt:  # the dead holder's lock is taken over
+        ckpt.save(1, {"s": 1})
+
+
+def test_a_reader_writes_nothing(tmp_path, monkeypatch):
+    with ferry.Checkpointer(tmp_path) as ckpt:
+        ckpt.save(1, {"s": 1, "t": torch.ones(3)})
+    (tmp_path / "step-000000002.ferry-tmp-999999999-abcd").mkdir()  # a dead save's leftover: a writer removes it
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+
+    def refuse(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    for name in ("mkdir", "rmdir", "unlink", "rename", "replace", "link", "symlink"):
+        monkeypatch.setattr(os, name, refuse)
+    monkeypatch.setattr(shutil, "rmtree", refuse)
+    reader = ferry.Checkpointer(tmp_path, read_only=True)
+    state = {"s": 0, "t": torch.zeros(3)}
+    assert 1 == reader.restore(state)
+    assert (1, [1]) == (state["s"], reader.steps())
+    assert reader.latest() == tmp_path / "step-000000001"
+    reader.close()
+    monkeypatch.undo()
+    assert before == sorted(str(p) for p in tmp_path.rglob("*"))
+
+
+def test_a_writer_refuses_an_unwritable_directory_at_once(tmp_path, monkeypatch):
+    real = Path.write_bytes
+
+    def refuse(self, data):
+        if ".ferry-write-check" in self.name:
+            raise PermissionError(13, "Permission denied")
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", refuse)
+    with pytest.raises(ferry.CheckpointError, match=r"not writable \(Permission denied\).*read_only=True"):
+        ferry.Checkpointer(tmp_path, every_steps=10)
+
+
+@pytest.mark.parametrize("setting", [{"every_steps": 5}, {"async_save": True}, {"handle_signals": True}])
+def test_a_reader_refuses_writer_settings(tmp_path, setting):
+    with pytest.raises(ferry.CheckpointError, match="a read-only Checkpointer never saves"):
+        ferry.Checkpointer(tmp_path, read_only=True, **setting)
+
+
+def test_a_reader_of_a_missing_directory_says_so(tmp_path):
+    with pytest.raises(ferry.CheckpointError, match="does not exist"):
+        ferry.Checkpointer(tmp_path / "nowhere", read_only=True)
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_lock_of_a_dead_process_is_taken_over(tmp_path):

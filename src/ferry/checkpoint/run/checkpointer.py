@@ -58,6 +58,9 @@ from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointEr
 
 __all__ = ["Checkpointer"]
 
+#: The open writer of each directory (by real path) in this process: a new one closes the old (see __init__).
+_WRITERS: weakref.WeakValueDictionary[str, Checkpointer] = weakref.WeakValueDictionary()
+
 #: Room left beside the tensor bytes for the header, the manifest and file-system overhead, in bytes.
 _SLACK = 1 << 20
 _SIGNALS = ("SIGTERM", "SIGINT", "SIGUSR1")
@@ -103,9 +106,16 @@ class Checkpointer:
         handle_signals: SIGTERM, SIGINT and SIGUSR1 set :attr:`preempted` instead of killing the process; the next
             :meth:`save_if_due` saves at once. The original handlers come back on :meth:`close`. Must be created in
             the main thread.
+        read_only: Only read the run (an evaluation script, a run another process is writing, read-only storage):
+            :meth:`restore`, :meth:`latest` and :meth:`steps` work, nothing is written, no lock is taken, and
+            :meth:`save` raises. A writer (the default) checks at once that it can write ``directory`` and takes its
+            lock (rank 0 under torchrun), so a second writer or an unwritable folder is refused before any training
+            step, not at the first save; the lock is given back by :meth:`close` (or when the Checkpointer is
+            garbage-collected, or its process ends).
 
     Raises:
-        CheckpointError: an invalid setting, or ``directory`` cannot be created.
+        CheckpointError: an invalid setting; for a writer, ``directory`` cannot be created or written, or another
+            live process writes it (the message names its pid and host); for a reader, ``directory`` does not exist.
     """
 
     def __init__(
@@ -119,8 +129,10 @@ class Checkpointer:
         every_seconds: float | None = None,
         async_save: bool = False,
         handle_signals: bool = False,
+        read_only: bool = False,
     ) -> None:
         self.directory = Path(directory)
+        self.read_only = read_only
         self.policy = RetentionPolicy(keep_last=keep_last, keep_every=keep_every, keep_best=keep_best)
         for name, value in (("every_steps", every_steps), ("every_seconds", every_seconds)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
@@ -128,14 +140,11 @@ class Checkpointer:
         self.every_steps = every_steps
         self.every_seconds = every_seconds
         self.async_save = async_save
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise CheckpointError(
-                f"cannot create checkpoint directory {str(self.directory)!r}: {err.strerror}. "
-                "Choose a writable folder.",
-                path=self.directory,
-            ) from err
+        if read_only:
+            self._check_reader(every_steps=every_steps, every_seconds=every_seconds, async_save=async_save,
+                               handle_signals=handle_signals)  # fmt: skip
+        else:
+            self._check_writable()
         self._lock = DirectoryLock(self.directory)
         self._last_save_time = time.monotonic()
         self._last_saved_step: int | None = None
@@ -149,11 +158,14 @@ class Checkpointer:
         self._closed = False
         self._warned_async = False
         self._warned_buffers = False
-        if _launch_rank() == 0:  # under torchrun only rank 0 changes the folder's structure
+        self._finalizer = weakref.finalize(self, self._lock.release)
+        if not read_only and _launch_rank() == 0:  # under torchrun only rank 0 changes the folder's structure
+            self._take_over_from_this_process()
+            self._lock.acquire()  # before any training step: a second writer is refused now, not at its first save
+            _WRITERS[os.path.realpath(self.directory)] = self
             self._clean_leftovers()
         if handle_signals:
             self._install_handlers()
-        self._finalizer = weakref.finalize(self, self._lock.release)
 
     @property
     def keep_last(self) -> int:
@@ -161,7 +173,53 @@ class Checkpointer:
         return self.policy.keep_last
 
     def __repr__(self) -> str:
-        return f"Checkpointer({str(self.directory)!r}, keep_last={self.keep_last})"
+        mode = ", read_only=True" if self.read_only else ""
+        return f"Checkpointer({str(self.directory)!r}, keep_last={self.keep_last}{mode})"
+
+    def _check_reader(self, **writer_settings: object) -> None:
+        """A reader: settings that only make sense for a writer are refused; the directory must exist."""
+        asked = [name for name, value in writer_settings.items() if value not in (None, False)]
+        if asked:
+            raise CheckpointError(
+                f"read_only=True with {', '.join(f'{name}=...' for name in asked)}: a read-only Checkpointer never "
+                "saves. Drop those settings to read the run, or drop read_only=True to train and save.",
+                path=self.directory,
+            )
+        if not self.directory.is_dir():
+            raise CheckpointError(
+                f"checkpoint directory {str(self.directory)!r} does not exist (working directory {os.getcwd()!r}); "
+                "a read_only=True Checkpointer reads an existing run. Check the path.",
+                path=self.directory,
+            )
+
+    def _take_over_from_this_process(self) -> None:
+        """An older writer of this directory in this process (a re-run notebook cell) is closed, with a warning."""
+        older = _WRITERS.get(os.path.realpath(self.directory))
+        if older is None or older._closed:
+            return
+        warnings.warn(
+            f"another Checkpointer of this process was still open on {str(self.directory)!r}; it is closed now and "
+            "this one writes the run (two writers would delete each other's checkpoints). Close Checkpointers "
+            "when done (ckpt.close(), or `with ferry.Checkpointer(...) as ckpt:`) to avoid this.",
+            CheckpointWarning,
+            stacklevel=4,
+        )
+        older.close()
+
+    def _check_writable(self) -> None:
+        """A writer: create the directory, and make sure this process can create files in it, before any step."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            probe = temporary_name(self.directory / ".ferry-write-check")
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as err:
+            raise CheckpointError(
+                f"checkpoint directory {str(self.directory)!r} is not writable ({err.strerror or err}), so the first "
+                "save would fail after training steps had been spent. Choose a writable folder or fix its "
+                "permissions; to only read this run (evaluation, read-only storage), pass read_only=True.",
+                path=self.directory,
+            ) from err
 
     def __enter__(self) -> Checkpointer:
         return self
@@ -269,6 +327,12 @@ class Checkpointer:
 
         def check() -> dict[str, float]:
             self._check_open()
+            if self.read_only:
+                raise CheckpointError(
+                    f"this Checkpointer of {str(self.directory)!r} was created with read_only=True, so it does not "
+                    f"save step {step!r}. Create it without read_only=True to train and save.",
+                    path=self.directory,
+                )
             self._check_step(step)
             if not isinstance(state, Mapping):
                 raise CheckpointError(
