@@ -177,3 +177,32 @@ def test_sampler_splits_and_resumes_on_two_ranks(tmp_path):
     for r in ranks:
         assert r["epoch0"] == r["resumed"]  # resumed mid-epoch exactly
         assert r["epoch1"] == r["next_epoch"]
+
+
+@pytest.mark.slow
+def test_a_script_without_teardown_code_exits_cleanly(tmp_path):
+    """init() owns the group it created: at exit a barrier, then destroy_process_group (gloo aborted otherwise)."""
+    ranks = torchrun("no_teardown", tmp_path)
+    assert [0, 1] == [r["rank"] for r in ranks]
+    exits = [json.loads((tmp_path / f"exit{rank}.json").read_text()) for rank in range(2)]
+    assert [{"initialized": False}, {"initialized": False}] == exits
+    assert ferry.Checkpointer(tmp_path / "run", read_only=True).steps() == [1]
+
+
+def test_teardown_leaves_a_group_the_script_destroyed_or_replaced_alone():
+    import torch.distributed as dist
+
+    from ferry import distributed
+
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    try:
+        distributed._own_teardown(object())  # a group that is no longer the one up
+        distributed._teardown(timeout=1)
+        assert dist.is_initialized()
+        distributed._own_teardown(dist.group.WORLD)
+        distributed._teardown(timeout=1)
+        assert not dist.is_initialized()
+        distributed._teardown(timeout=1)  # twice: nothing to do
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()

@@ -14,6 +14,9 @@ fork-safe. :func:`init` has a private twin that takes the environment as an argu
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import datetime
 import os
 from collections.abc import Mapping
 
@@ -86,7 +89,42 @@ def _init(backend: str | None, *, environ: Mapping[str, str]) -> torch.device:
         dist.init_process_group(backend, device_id=device)
     else:
         dist.init_process_group(backend)
+    _own_teardown(dist.group.WORLD)
     return device
+
+
+#: How long the teardown at exit waits for the other ranks, in seconds (a rank that died is not waited for longer).
+TEARDOWN_TIMEOUT = 60.0
+_OWNED: list[object] = []  # the process group init() created, while it is up
+
+
+def _own_teardown(group: object) -> None:
+    """At exit, end the group :func:`init` created: a barrier (with a timeout), then ``destroy_process_group``.
+
+    Python destroys a process group that is still up in no particular order at exit; with gloo that can abort the
+    process ("terminate called without an active exception", SIGABRT). PyTorch asks scripts to destroy the group
+    themselves; ferry does it for the group it created, so scripts need no teardown code (their own stays harmless).
+    """
+    if not _OWNED:
+        atexit.register(_teardown)
+    _OWNED[:] = [group]
+
+
+def _teardown(timeout: float | None = None) -> None:
+    """End the process group init() created, if it is still the one up (see :func:`_own_teardown`)."""
+    import torch.distributed as dist
+
+    owned, _OWNED[:] = list(_OWNED), []
+    if not owned or not (dist.is_available() and dist.is_initialized()) or dist.group.WORLD is not owned[0]:
+        return  # never created, already destroyed by the script, or replaced by a group of the script's own
+    wait = datetime.timedelta(seconds=TEARDOWN_TIMEOUT if timeout is None else timeout)
+    # every rank reaches its exit before any destroys its side of the connections; a rank that is gone or stuck
+    # makes the barrier fail or time out, and this one leaves anyway (torchrun ends the job)
+    with contextlib.suppress(Exception):
+        work = dist.barrier(async_op=True)
+        if work is not None:
+            work.wait(timeout=wait)
+    dist.destroy_process_group()
 
 
 def init(backend: str | None = None) -> torch.device:

@@ -3,7 +3,9 @@
 Usage: python -m torch.distributed.run --standalone --nproc-per-node 2 distributed_worker.py SCENARIO OUT_DIR
 """
 
+import atexit
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -97,9 +99,27 @@ def sampler():
     }
 
 
+def no_teardown():
+    """FSDP2, a step and a sharded save, then exit with no teardown code: ferry.distributed.init() owns it."""
+    out = Path(sys.argv[2])
+
+    def report():  # registered before init(): runs after ferry's teardown (atexit runs last in, first out)
+        (out / f"exit{os.environ['RANK']}.json").write_text(json.dumps({"initialized": dist.is_initialized()}))
+
+    atexit.register(report)
+    ferry.distributed.init()
+    wrapped = ferry.distributed.wrap(model(), strategy="fsdp")
+    loss = train_step(wrapped, dist.get_rank())
+    with ferry.Checkpointer(out / "run") as ckpt:
+        ckpt.save(1, {"model": wrapped})
+    return {"rank": dist.get_rank(), "loss": loss}
+
+
 if __name__ == "__main__":
     scenario, out = sys.argv[1], Path(sys.argv[2])
-    result = {"basics": basics, "fsdp": fsdp, "sampler": sampler}[scenario]()
+    scenarios = {"basics": basics, "fsdp": fsdp, "sampler": sampler, "no_teardown": no_teardown}
+    result = scenarios[scenario]()
     (out / f"rank{dist.get_rank()}.json").write_text(json.dumps(result))
-    dist.barrier()  # without it one rank may tear gloo down while the other still uses it (abort at exit)
-    dist.destroy_process_group()
+    if scenario != "no_teardown":
+        dist.barrier()  # without it one rank may tear gloo down while the other still uses it (abort at exit)
+        dist.destroy_process_group()

@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn.modules.batchnorm import _NormBase
 from torch.nn.parameter import is_lazy
 
-from ferry.errors import CheckpointError, StateDictMismatchError
+from ferry.errors import ArgumentError, CheckpointError, StateDictMismatchError
 
 __all__ = ["LoadReport", "ShapeMismatch", "load_state_dict"]
 
@@ -170,7 +170,7 @@ def load_state_dict(
         (True, ("stripped 'module.' from 2 keys",))
     """
     if not isinstance(module, nn.Module):
-        raise TypeError(
+        raise ArgumentError(
             f"load_state_dict() needs an nn.Module first, got {type(module).__name__}. "
             "Call it as load_state_dict(model, state_dict_or_path)."
         )

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ferry.errors import FerryError
+
 __all__ = ["CodeCell", "Notebook", "NotebookError", "neutralise_magics", "read_notebook"]
 
 #: Cell magics whose body is Python: only their first line is neutralised; other cell magics (``%%bash``,
@@ -36,8 +38,8 @@ _HELP = re.compile(r"^(?P<indent>[ \t]*)[\w.\[\]()]+\?\??[ \t]*$")
 _ASSIGNED = re.compile(r"^(?P<target>[ \t]*[\w.\[\], ()*]+?[ \t]*=[ \t]*)[%!]")
 
 
-class NotebookError(ValueError):
-    """A file is not a notebook ferry can read: not JSON, not nbformat 4, or malformed cells."""
+class NotebookError(FerryError, ValueError):
+    """A file is not a notebook ferry can read: not JSON, not nbformat 4, or malformed cells (also a ``ValueError``)."""
 
 
 @dataclass(frozen=True)

@@ -140,6 +140,9 @@ def verify(path: str | os.PathLike[str]) -> None:
 
 def as_path(path: object, function: str, obj: object = None) -> Path:
     """``path`` as a Path, or an ArgumentError that says what was passed instead and what to pass."""
+    if isinstance(path, str) and not path:
+        signature = "ferry.save(obj, path)" if function == "save" else f"ferry.{function}(path)"
+        raise ArgumentError(f'{signature} got an empty path (""). Pass a name, e.g. "checkpoints/model.safetensors".')
     if isinstance(path, (str, os.PathLike)):
         with contextlib.suppress(TypeError):  # an os.PathLike whose __fspath__ returns bytes
             return Path(path)

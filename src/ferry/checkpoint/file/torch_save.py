@@ -76,6 +76,11 @@ class _Scan:
     value: object  # the pickled value when it is a lone number (torch's magic number), else None
 
 
+#: What Python's zipfile raises on damaged archives: a flipped "version needed" field gives NotImplementedError, a
+#: flipped "encrypted" flag RuntimeError, a bad compression method NotImplementedError too.
+_ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError, KeyError)
+
+
 def _scan(stream: BinaryIO, limit: int = _SCAN_OPCODES) -> _Scan:
     """Read one pickle's opcodes from ``stream`` (left after its STOP) without running any of them.
 
@@ -133,9 +138,12 @@ def _main_pickle(handle: BinaryIO, kind: TorchSaveKind) -> _Scan:
     """
     handle.seek(0)
     if kind == "zip":
-        with zipfile.ZipFile(handle) as archive:
-            name = next(n for n in archive.namelist() if n == "data.pkl" or n.endswith("/data.pkl"))
-            return _scan(io.BytesIO(archive.read(name)))
+        try:
+            with zipfile.ZipFile(handle) as archive:
+                name = next(n for n in archive.namelist() if n == "data.pkl" or n.endswith("/data.pkl"))
+                return _scan(io.BytesIO(archive.read(name)))
+        except (*_ZIP_ERRORS, StopIteration) as err:
+            raise ValueError(f"the zip archive is damaged ({err or 'no data.pkl'})") from err
     if kind != "pickle":
         raise ValueError(f"cannot scan a {kind} file")
     scans = [_scan(handle) for _ in range(4)]  # magic number, protocol version, system info, the object
@@ -221,7 +229,7 @@ def _zip_names(handle: BinaryIO, path: Path) -> list[str]:
     try:
         with zipfile.ZipFile(handle) as archive:
             return archive.namelist()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+    except _ZIP_ERRORS as err:
         raise _corrupt(
             path,
             f"it starts like a zip archive (a torch.save file) but the archive is damaged ({err}); a file cut short "
@@ -370,5 +378,5 @@ def verify_torch_file(handle: BinaryIO, path: Path, kind: TorchSaveKind) -> None
                 with archive.open(info) as entry:
                     while entry.read(1 << 24):
                         pass
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as err:
+    except _ZIP_ERRORS as err:
         raise _corrupt(path, f"an entry of its zip archive is damaged ({err})") from None
