@@ -51,7 +51,20 @@ __all__ = [
 
 
 class FerryError(Exception):
-    """Base class of every error ferry raises; ``except ferry.FerryError`` catches them all."""
+    """Base class of every error ferry raises; ``except ferry.FerryError`` catches them all.
+
+    Attributes:
+        cli_message: The same message with the fix in the words of the ``ferry`` command line (``--trusted``
+            instead of ``trusted=True``), where the two differ; ``None`` otherwise. The CLI prints :meth:`for_cli`.
+    """
+
+    def __init__(self, *args: object, cli_message: str | None = None) -> None:
+        super().__init__(*args)
+        self.cli_message = cli_message
+
+    def for_cli(self) -> str:
+        """The message as a command-line user should read it."""
+        return self.cli_message or str(self)
 
 
 class ArgumentError(FerryError, TypeError, ValueError):
@@ -135,8 +148,10 @@ class CheckpointError(FerryError):
         path: The file or folder concerned, when there is one.
     """
 
-    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, path: str | os.PathLike[str] | None = None, cli_message: str | None = None
+    ) -> None:
+        super().__init__(message, cli_message=cli_message)
         self.path = Path(path) if path is not None else None
 
 

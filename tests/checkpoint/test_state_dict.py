@@ -541,3 +541,23 @@ def test_load_report_is_frozen_and_prints_a_summary():
 def test_ok_report_prints_one_line():
     report = load_state_dict(Net(), OrderedDict(Net().state_dict()))
     assert "loaded 9 of 9 keys; 0 missing, 0 unexpected, 0 shape mismatches" == str(report)
+
+
+def test_a_checkpointer_step_folder_or_its_state_file_loads_its_one_module(tmp_path):
+    source = torch.nn.Linear(3, 2)
+    with ferry.Checkpointer(tmp_path / "run") as ckpt:
+        folder = ckpt.save(5, {"model": source, "optimizer": torch.optim.Adam(source.parameters()), "epoch": 2})
+    for path in (folder, folder / "state.safetensors"):
+        target = torch.nn.Linear(3, 2)
+        assert ferry.load_state_dict(target, path).ok
+        assert torch.equal(source.weight, target.weight)
+    assert ferry.load_state_dict(torch.nn.Linear(3, 2), ferry.load(folder / "state.safetensors")).ok
+
+
+def test_a_checkpoint_of_several_modules_names_the_entry_to_pick(tmp_path):
+    with ferry.Checkpointer(tmp_path / "run") as ckpt:
+        folder = ckpt.save(5, {"encoder": torch.nn.Linear(3, 2), "decoder": torch.nn.Linear(2, 3)})
+    with pytest.raises(
+        ferry.CheckpointError, match=r"modules: .*encoder.*Pick one: load_state_dict\(model, ferry\.load"
+    ):
+        ferry.load_state_dict(torch.nn.Linear(3, 2), folder)

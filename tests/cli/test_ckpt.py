@@ -277,7 +277,7 @@ def test_inspect_pickle_that_needs_code_needs_trusted(capsys, tmp_path):
     path = tmp_path / "note.pt"
     torch.save({"w": torch.ones(2), "note": Note("hello")}, path)
     assert main(["inspect", str(path)]) == 2
-    assert "trusted=True" in capsys.readouterr().err
+    assert "pass --trusted" in capsys.readouterr().err
     assert main(["inspect", str(path), "--trusted", "--json"]) == 0
     report = _json(capsys)
     assert ["w"] == [row["path"] for row in report["tensors"]]
@@ -485,7 +485,7 @@ def test_convert_trusted_pickle_names_what_cannot_be_saved(capsys, tmp_path):
     source = tmp_path / "note.pt"
     torch.save({"w": torch.ones(2), "note": Note("x")}, source)
     assert main(["convert", str(source), str(tmp_path / "a.safetensors")]) == 2
-    assert "trusted=True" in capsys.readouterr().err
+    assert "pass --trusted" in capsys.readouterr().err
     assert main(["convert", str(source), str(tmp_path / "a.safetensors"), "--trusted"]) == 2
     err = capsys.readouterr().err
     assert "obj['note']" in err
@@ -617,3 +617,26 @@ def test_verify_and_inspect_torch_save_zip(capsys, tmp_path):
         {"name": "weight", "tensors": 1, "params": 6, "bytes": 24},
         {"name": "bias", "tensors": 1, "params": 2, "bytes": 8},
     ] == report["entries"]
+
+
+def test_convert_a_pickled_whole_module_writes_its_state_dict(tmp_path, capsys):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    source = tmp_path / "whole.pt"
+    torch.save(model, source)  # FRY004's bug: the commonest legacy file
+    out = tmp_path / "model.safetensors"
+    assert 0 == main(["convert", str(source), str(out), "--trusted"])
+    assert "whole Sequential module: its state_dict was written" in capsys.readouterr().err
+    fresh = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    fresh.load_state_dict(ferry.load(out))
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), fresh.state_dict().values(), strict=True))
+
+
+def test_an_unsafe_pickle_names_the_cli_flag_not_the_python_argument(tmp_path, capsys):
+    path = tmp_path / "note.pt"
+    torch.save({"w": torch.ones(2), "note": Note("hello")}, path)
+    assert 2 == main(["inspect", str(path)])
+    err = capsys.readouterr().err
+    assert "pass --trusted" in err
+    assert "trusted=True" not in err
+    with pytest.raises(ferry.UnsafeCheckpointError, match=r"ferry\.load\(path, trusted=True\)"):
+        ferry.load(path)

@@ -152,3 +152,12 @@ def test_run_pretend_usage_errors(tmp_path, capsys):
     assert "--device-count needs --pretend cuda" in capsys.readouterr().err
     assert 2 == main(["run", "--pretend", "cuda", "--device-count", "0", str(script)])
     assert "at least one GPU" in capsys.readouterr().err
+
+
+def test_a_pretend_gpu_index_out_of_range_names_the_cli_option(tmp_path, capsys):
+    script = tmp_path / "two.py"
+    script.write_text("import torch\nx = torch.ones(2).to('cuda:1')\n")
+    assert 1 == main(["run", "--pretend", "cuda", str(script)])
+    err = capsys.readouterr().err
+    assert "--device-count 2" in err
+    assert "pretend_cuda(device_count" not in err

@@ -20,6 +20,7 @@ from torch import nn
 from torch.nn.modules.batchnorm import _NormBase
 from torch.nn.parameter import is_lazy
 
+from ferry.checkpoint.folder import STATE_FILE, has_shards
 from ferry.errors import ArgumentError, CheckpointError, StateDictMismatchError
 
 __all__ = ["LoadReport", "ShapeMismatch", "load_state_dict"]
@@ -144,7 +145,9 @@ def load_state_dict(
         module: The module to load into, bare or wrapped, on any device (also ``meta``).
         source: A state_dict (a mapping of key to tensor), or the path of a file that :func:`ferry.load` reads
             (a ferry checkpoint, a safetensors file, or a ``torch.save`` file through the restricted unpickler),
-            loaded onto the CPU and then copied into the module.
+            loaded onto the CPU and then copied into the module. A Checkpointer checkpoint (its step folder, its
+            ``state.safetensors``, or what ``ferry.load`` read from it) gives its one module state_dict; with
+            several modules the message names the entry to pick.
         strict: Mirrors ``Module.load_state_dict``: when true, any missing, unexpected or mis-shaped key raises
             and nothing is loaded. When false, every key that matches with the same shape is loaded and the rest
             is listed in the returned report; mis-shaped keys are skipped.
@@ -180,9 +183,9 @@ def load_state_dict(
         from ferry.checkpoint.file.api import load  # lazy: keeps `import ferry` light and avoids an import cycle
 
         path = os.fspath(source)
-        source = load(path, device="cpu")
+        source = load(_state_file(path), device="cpu")
         owned = True
-    values = _check_source(source, path)
+    values = _check_source(_module_entry(source, path), path)
     targets = module.state_dict(keep_vars=True)
     pairs = _match(targets, values)
     metadata = _rename_metadata(getattr(values, "_metadata", None), module)
@@ -232,6 +235,65 @@ def load_state_dict(
             )
             raise StateDictMismatchError(message, report=report)
     return report
+
+
+def _state_file(path: str) -> str:
+    """The file to read for ``path``: itself, or the state file of a Checkpointer step folder.
+
+    Raises:
+        CheckpointError: a sharded step folder (its modules are in rank files: convert it first).
+    """
+    if not os.path.isdir(path):
+        return path
+    if has_shards(path):
+        raise CheckpointError(
+            f"{path!r} is a sharded checkpoint folder (saved under torch.distributed): its modules are spread over "
+            f"rank files. Restore it with ferry.Checkpointer(directory).restore(state), or convert it once with "
+            f"`ferry ckpt convert {path} model.safetensors` and load that.",
+            path=path,
+        )
+    return os.path.join(path, STATE_FILE)
+
+
+def _state_dicts(objects: Mapping[str, Any]) -> list[str]:
+    """The names of the entries of a Checkpointer's ``objects`` that are module state_dicts (str keys, tensors)."""
+    return [
+        name
+        for name, value in objects.items()
+        if isinstance(value, Mapping)
+        and value
+        and all(isinstance(key, str) for key in value)
+        and any(isinstance(inner, torch.Tensor) for inner in value.values())
+        and not {"state", "param_groups"} <= value.keys()  # an optimizer's
+    ]
+
+
+def _module_entry(source: object, path: str | None) -> object:
+    """A Checkpointer checkpoint (``{"step", "objects", "values", ...}``): its one module state_dict, else ``source``.
+
+    Raises:
+        CheckpointError: the checkpoint holds several module state_dicts, or none (the message names the entries and
+            the call that picks one).
+    """
+    if not (isinstance(source, Mapping) and {"step", "objects", "values"} <= source.keys()):
+        return source
+    objects = source["objects"] if isinstance(source["objects"], Mapping) else {}
+    names = _state_dicts(objects)
+    if len(names) == 1:
+        return objects[names[0]]
+    where = f" {path!r}" if path else ""
+    holder = f"ferry.load({path!r})" if path else "checkpoint"
+    if names:
+        raise CheckpointError(
+            f"checkpoint{where} (step {source['step']!r}) holds the state_dicts of {len(names)} modules: "
+            f'{", ".join(map(repr, names))}. Pick one: load_state_dict(model, {holder}["objects"]["{names[0]}"]).',
+            path=path,
+        )
+    raise CheckpointError(
+        f"checkpoint{where} (step {source['step']!r}) holds no module state_dict; its objects are "
+        f"{', '.join(map(repr, objects)) or 'none'}. Pass a checkpoint that saved the model.",
+        path=path,
+    )
 
 
 def _check_source(source: object, path: str | None) -> Mapping[str, Any]:

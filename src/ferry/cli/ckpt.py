@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _handler(args.handler)(args)
     except FerryError as err:
-        _error(args.command, str(err))
+        _error(args.command, err.for_cli())
         return 2
     except OSError as err:  # outside ferry's own wrapped I/O: listing or statting a folder
         where = f" {str(err.filename)!r}" if err.filename else ""

@@ -21,6 +21,8 @@ def convert_main(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.text import Text
 
+    for note in report.get("notes", []):
+        print(f"note: {note} (load it with model.load_state_dict(ferry.load(path))).", file=sys.stderr)
     if out.suffix != ".safetensors":
         print(
             f"note: {str(out)!r} is a safetensors file; name it *.safetensors so tools recognise it.", file=sys.stderr

@@ -77,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if on_error not in ("raise", "warn", "breakpoint"):
         print(f"ferry run: FERRY_ON_ERROR={on_error!r}: choose raise, warn or breakpoint.", file=sys.stderr)
         return 2
+    if options.pretend is not None:  # an invalid device index then names this command's option
+        import ferry.sanitizer.pretend as pretend_module
+
+        more = f"`ferry run --pretend cuda --device-count {device_count + 1} ...`"
+        pretend_module.MORE_GPUS = more
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [options.script, *options.args]
     sys.path.insert(0, os.path.dirname(script))

@@ -1167,3 +1167,11 @@ def test_snapshots_of_cuda_tensors_land_in_reused_pinned_buffers() -> None:
     second = snapshots.copy(tree)
     assert pointer == second["w"].data_ptr()
     assert torch.equal(second["w"], tree["w"].cpu())
+
+
+def test_a_small_json_file_is_not_a_checkpoint_rather_than_truncated(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text('{"a": 1}')
+    with pytest.raises(CorruptCheckpointError, match="is not a checkpoint, it looks like text") as caught:
+        load(path)
+    assert "truncated" not in str(caught.value)

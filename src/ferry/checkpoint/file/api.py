@@ -252,7 +252,7 @@ def _not_a_checkpoint(file: Path, head: bytes, size: int) -> CorruptCheckpointEr
             "or a failed copy leaves this. Restore the file from a copy, or load an earlier checkpoint.",
             path=file,
         )
-    if size < 9:
+    if size < 9 and foreign_kind(head) is None:
         return CorruptCheckpointError(
             f"checkpoint {str(file)!r} is corrupt: the file is {size} bytes, too short for any checkpoint: "
             "truncated. Restore the file from a copy, or load an earlier checkpoint.",

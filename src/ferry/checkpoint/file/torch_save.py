@@ -61,6 +61,12 @@ _FIX_UNSAFE = (
     "with torch.load(weights_only=False), and re-save it with ferry.save(obj, path) as a safetensors file that "
     "loads without running code; otherwise do not open it"
 )
+#: The same fix for ferry's command line (ferry ckpt inspect/verify/diff/convert take --trusted).
+_FIX_UNSAFE_CLI = (
+    "If you trust where this file came from, pass --trusted (it runs the file's pickle with "
+    "torch.load(weights_only=False)), e.g. `ferry ckpt convert --trusted FILE OUT.safetensors` to re-save it as a "
+    "safetensors file that loads without running code; otherwise do not open it"
+)
 _FIX_PLAIN = (
     "ferry.load reads ferry.save, safetensors and torch.save files. If you trust where this file came from, read it "
     "with pickle.load and save its tensors with ferry.save(obj, path); otherwise do not open it"
@@ -286,27 +292,32 @@ def _refused(message: str, path: Path, scan: Callable[[], _Scan]) -> UnsafeCheck
     if not unsafe and named:
         unsafe = [named[1]]
     if unsafe:
-        return UnsafeCheckpointError(
+        return _unsafe_error(
             f"{str(path)!r} is a pickle that calls {_listed(unsafe)} when loaded; ferry refuses it because loading "
-            f"it would run that code (a pickle can run any command). {_FIX_UNSAFE}.",
-            path=path,
+            f"it would run that code (a pickle can run any command).",
+            path,
         )
     operand = re.search(r"Unsupported operand (\d+)", message)
     opcode = _OPCODES.get(bytes([int(operand[1])])) if operand and int(operand[1]) < 256 else None
     if opcode is not None and found is not None:
-        return UnsafeCheckpointError(
+        return _unsafe_error(
             f"{str(path)!r} is a pickle of protocol {found.protocol}, and torch's restricted unpickler cannot read "
             f"its {opcode.name} opcode (it reads protocols 2 and 3; torch.save writes 2 unless told otherwise), so "
-            f"ferry cannot load it without running its pickle unrestricted. {_FIX_UNSAFE}.",
-            path=path,
+            f"ferry cannot load it without running its pickle unrestricted.",
+            path,
         )
     if any(phrase in message for phrase in _NEEDS_CODE):
-        return UnsafeCheckpointError(
+        return _unsafe_error(
             f"{str(path)!r} is a pickle that needs objects torch's restricted unpickler refuses "
-            f"({_torch_detail(message)}); loading it would run code from the file. {_FIX_UNSAFE}.",
-            path=path,
+            f"({_torch_detail(message)}); loading it would run code from the file.",
+            path,
         )
     return None
+
+
+def _unsafe_error(what: str, path: Path) -> UnsafeCheckpointError:
+    """The error for a pickle that would run code: ``what`` it is, then the fix for Python and for the CLI."""
+    return UnsafeCheckpointError(f"{what} {_FIX_UNSAFE}.", cli_message=f"{what} {_FIX_UNSAFE_CLI}.", path=path)
 
 
 def _torch_detail(message: str) -> str:

@@ -65,8 +65,12 @@ def convert(
     DCP's own ``FileSystemWriter`` needs ``trusted`` (its metadata is a pickle). ``progress`` receives the bytes
     read and written (``ferry ckpt convert`` draws a progress bar).
 
+    A pickled whole ``nn.Module`` (``torch.save(model, f)``, with ``trusted``: it needs the model's code), alone or
+    as a value of a dict, is written as its ``state_dict``, and ``notes`` says so.
+
     Returns:
-        ``{"input", "output", "input_kind", "tensors", "bytes"}`` (``bytes``: the size of ``out``).
+        ``{"input", "output", "input_kind", "tensors", "bytes", "notes"}`` (``bytes``: the size of ``out``;
+        ``notes``: what was changed to store it, e.g. a module written as its state_dict).
 
     Raises:
         UnsafeCheckpointError: a pickle that needs code, or a folder of DCP's ``FileSystemWriter``, without
@@ -88,7 +92,8 @@ def convert(
     file = resolve(source).file
     _check_out(out, force)
     kind, size = sniff(file)
-    obj = _rewrite(file.name, size, lambda: load(file, trusted=trusted), out, progress)
+    notes: list[str] = []
+    obj = _rewrite(file.name, size, lambda: _module_states(load(file, trusted=trusted), notes), out, progress)
     tensors = sum(isinstance(leaf, torch.Tensor) for _, leaf in flatten(obj))
     return {
         "input": str(file),
@@ -96,7 +101,28 @@ def convert(
         "input_kind": KIND_NAMES[kind],
         "tensors": tensors,
         "bytes": out.stat().st_size,
+        "notes": notes,
     }
+
+
+def _module_states(obj: Any, notes: list[str]) -> Any:
+    """A pickled whole ``nn.Module`` (what ``torch.save(model, f)`` writes), or one in a dict, becomes its state_dict.
+
+    ferry stores tensors and plain values, never objects; a module's weights are its ``state_dict``, which
+    ``model.load_state_dict`` (or ``ferry.load_state_dict``) loads into a model built from code.
+    """
+    if isinstance(obj, torch.nn.Module):
+        notes.append(f"the file held a whole {type(obj).__name__} module: its state_dict was written")
+        return obj.state_dict()
+    if isinstance(obj, dict) and any(isinstance(value, torch.nn.Module) for value in obj.values()):
+        converted = {}
+        for key, value in obj.items():
+            if isinstance(value, torch.nn.Module):
+                notes.append(f"{key!r} held a whole {type(value).__name__} module: its state_dict was written")
+                value = value.state_dict()
+            converted[key] = value
+        return converted
+    return obj
 
 
 def _rewrite(name: str, size: int, read: Callable[[], Any], out: Path, progress: Progress) -> Any:

@@ -67,9 +67,14 @@ import torch.utils._device
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_map
 
+from ferry.errors import ArgumentError
 from ferry.sanitizer.pretend._tensor import PretendTensor, device_of, move
 
 __all__ = ["PATCHED_CUDA_FUNCTIONS", "PretendTensor", "is_pretend", "pretend_cuda", "real_tensor"]
+
+
+#: How a user pretends more GPUs, in the words of the interface they are in (``ferry run`` sets its option here).
+MORE_GPUS = "pretend_cuda(device_count=...)"
 
 
 def is_pretend(t: object) -> bool:
@@ -159,7 +164,7 @@ class _State:
             raise RuntimeError(
                 f"CUDA error: invalid device ordinal: cuda:{index} does not exist; this pretend machine has "
                 f"{self.device_count} GPU(s) (cuda:0..cuda:{self.device_count - 1}). Use a device index below "
-                f"{self.device_count}, or pretend more GPUs with pretend_cuda(device_count=...)."
+                f"{self.device_count}, or pretend more GPUs with {MORE_GPUS}."
             )
 
 
@@ -390,7 +395,7 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
         (True, device(type='cuda', index=1), device(type='cuda', index=1))
     """
     if device_count < 1:
-        raise ValueError(f"pretend_cuda(device_count={device_count}): pretend at least one GPU, device_count=1.")
+        raise ArgumentError(f"pretend_cuda(device_count={device_count}): pretend at least one GPU, device_count=1.")
     state = _State(device_count)
     # torch._dynamo registers torch.cuda and torch._C functions when first imported (the optimizers import it):
     # import it now, so that it registers PyTorch's functions and not the replacements below.
