@@ -129,7 +129,7 @@ def test_demo_refuses_to_resume_with_another_seed(tmp_path, capsys):
     ("args", "expected"),
     [
         (["--device", "meta"], "cannot train on meta"),
-        (["--dir", "FILE"], "is not writable"),
+        (["--dir", "FILE"], "cannot train in --dir"),
     ],
 )
 def test_demo_errors_are_messages_not_tracebacks(tmp_path, capsys, args, expected):

@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _train(args, Console(highlight=False))
     except ferry.FerryError as err:
         errors = Console(stderr=True, highlight=False, soft_wrap=True)
-        errors.print(f"ferry demo: {err}", style="red", markup=False)
+        errors.print(f"ferry demo: {err.for_cli()}", style="red", markup=False)
         return 2
 
 
@@ -258,7 +258,7 @@ def _rank_main(args: argparse.Namespace) -> int:
     except ferry.FerryError as err:
         if ferry.distributed.is_main():
             errors = Console(stderr=True, highlight=False, soft_wrap=True)
-            errors.print(f"ferry demo: {err}", style="red", markup=False)
+            errors.print(f"ferry demo: {err.for_cli()}", style="red", markup=False)
     finally:
         import torch.distributed as dist
 
@@ -303,9 +303,17 @@ def _train(args: argparse.Namespace, console: Any) -> int:
         ferry.place(model, device, optimizer=optimizer)
     directory = Path(args.dir)
     world = ferry.distributed.world_size()
-    with ferry.Checkpointer(
-        directory / "checkpoints", keep_last=3, every_steps=args.every, handle_signals=True
-    ) as checkpointer:
+    try:
+        opened = ferry.Checkpointer(directory / "checkpoints", keep_last=3, every_steps=args.every, handle_signals=True)
+    except ferry.CheckpointError as err:  # not writable, or another demo trains there: say it in --dir's words
+        what = str(err).split(". ")[0]
+        raise ferry.CheckpointError(
+            str(err),
+            path=err.path,
+            cli_message=f"cannot train in --dir {args.dir}: {what}. Pass another --dir (a folder this user can write "
+            "and no other running demo uses).",
+        ) from None
+    with opened as checkpointer:
         state: dict[str, Any] = {"model": model, "optimizer": optimizer, "sampler": sampler, "seed": args.seed}
         probe = {"seed": args.seed}
         if checkpointer.restore(probe) is not None and probe["seed"] != args.seed:
