@@ -364,7 +364,10 @@ def _natural(value: object) -> int | None:
     """``value`` as a plain int when it is an int >= 0 (numpy ints too, bools not), else None."""
     if isinstance(value, bool) or not isinstance(value, SupportsIndex):
         return None
-    number = operator.index(value)
+    try:
+        number = operator.index(value)
+    except TypeError:  # a tensor of several elements has __index__ but refuses it
+        return None
     return number if number >= 0 else None
 
 

@@ -59,15 +59,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = _parser().parse_args(list(sys.argv[2:] if argv is None else argv))
     except SystemExit as exit_:
         return 0 if exit_.code == 0 else 2
-    script = os.path.abspath(options.script)
-    if not os.path.isfile(script):
-        print(f"ferry run: {options.script}: no such file. Give the path of a Python script.", file=sys.stderr)
-        return 2
     if options.device_count is not None and options.pretend is None:
         print(
             "ferry run: --device-count needs --pretend cuda: `ferry run --pretend cuda --device-count 2 ...`.",
             file=sys.stderr,
         )
+        return 2
+    script = os.path.abspath(options.script)
+    if not os.path.isfile(script):
+        print(f"ferry run: {options.script}: no such file. Give the path of a Python script.", file=sys.stderr)
         return 2
     device_count = 1 if options.device_count is None else options.device_count
     if device_count < 1:

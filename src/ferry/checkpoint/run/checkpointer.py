@@ -54,7 +54,7 @@ from ferry.checkpoint.run.rng import capture_rng_state
 from ferry.checkpoint.run.saveable import is_stateful, prepare_loaders, state_of
 from ferry.checkpoint.run.snapshot import Snapshotter, tensor_bytes
 from ferry.checkpoint.sharded import ranks as collective
-from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError
+from ferry.errors import ArgumentError, CheckpointError, CheckpointWarning, CorruptCheckpointError
 
 __all__ = ["Checkpointer"]
 
@@ -131,6 +131,11 @@ class Checkpointer:
         handle_signals: bool = False,
         read_only: bool = False,
     ) -> None:
+        if not isinstance(directory, (str, os.PathLike)) or (isinstance(directory, str) and not directory):
+            raise ArgumentError(
+                f"Checkpointer(directory) takes the run's folder as a str or os.PathLike, got "
+                f"{type(directory).__name__} {directory!r}. Pass a folder, e.g. ferry.Checkpointer('runs/a')."
+            )
         self.directory = Path(directory)
         self.read_only = read_only
         self.policy = RetentionPolicy(keep_last=keep_last, keep_every=keep_every, keep_best=keep_best)
