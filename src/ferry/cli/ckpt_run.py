@@ -127,7 +127,8 @@ def _print_collection(report: dict[str, Any]) -> None:
         )
     freed = sum(row["bytes"] for row in report["removed"])
     count = len(report["removed"]) + len(report["stale_temporaries"])
-    console.print(Text(f"{verb} {count} folder(s), {human_bytes(freed)} of checkpoints.", style="bold"))
+    leftovers = f" and {human_bytes(report['stale_bytes'])} of leftovers" if report["stale_temporaries"] else ""
+    console.print(Text(f"{verb} {count} folder(s), {human_bytes(freed)} of checkpoints{leftovers}.", style="bold"))
 
 
 def gc_main(args: argparse.Namespace) -> int:

@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shlex
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import numpy
 import torch
 from torch import nn
 
@@ -285,6 +288,8 @@ def _train(args: argparse.Namespace, console: Any) -> int:
             requested=args.device,
         )
     torch.manual_seed(args.seed)
+    random.seed(args.seed)
+    numpy.random.seed(args.seed)
     x_train, y_train, x_test, y_test = _load_digits(args.seed)
     dataset = torch.utils.data.TensorDataset(x_train, y_train)
     sampler = ferry.ResumableSampler(dataset, shuffle=True, seed=args.seed)  # this rank's share under a group
@@ -316,7 +321,10 @@ def _train(args: argparse.Namespace, console: Any) -> int:
     with opened as checkpointer:
         state: dict[str, Any] = {"model": model, "optimizer": optimizer, "sampler": sampler, "seed": args.seed}
         probe = {"seed": args.seed}
-        if checkpointer.restore(probe) is not None and probe["seed"] != args.seed:
+        with warnings.catch_warnings():  # the real restore below warns about what matters, once
+            warnings.simplefilter("ignore", ferry.CheckpointWarning)
+            probed = checkpointer.restore(probe)
+        if probed is not None and probe["seed"] != args.seed:
             raise ferry.CheckpointError(
                 f"the run in {str(directory)!r} was started with --seed {probe['seed']}, not --seed {args.seed}: "
                 "the seed chooses the train/test split, so resuming with another would test on training digits. "
@@ -344,9 +352,11 @@ def _train(args: argparse.Namespace, console: Any) -> int:
                 )
                 console.print(
                     f"interrupted: saved step {step} to {checkpointer.path_for(step)}. "
-                    f"Run the same command again to resume: {again}"
+                    f"Run the same command again to resume: {again}",
+                    soft_wrap=True,  # one line even when piped, so the command can be copied
                 )
-                return 0
+                signum = checkpointer.preempted_by  # None for --stop-at
+                return 0 if signum is None else 128 + signum  # 130 (Ctrl-C), 143 (SIGTERM): the run is not done
     if distributed and not ferry.distributed.is_main():
         return 0
     return _finish(net, device, directory, x_test, y_test, console)

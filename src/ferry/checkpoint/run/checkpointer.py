@@ -263,6 +263,17 @@ class Checkpointer:
     # -- saving --------------------------------------------------------------------------------------------------
 
     @property
+    def preempted_by(self) -> int | None:
+        """The number of the signal that preempted the run (``signal.SIGTERM``...), or ``None``; see :attr:`preempted`.
+
+        A script that stops on it can exit as the shell convention asks, ``sys.exit(128 + ckpt.preempted_by)``, so a
+        scheduler reads "interrupted", not "finished".
+        """
+        if collective.current_group() is not None:
+            return self._agreed_signal
+        return self._signal
+
+    @property
     def preempted(self) -> bool:
         """Whether SIGTERM, SIGINT or SIGUSR1 arrived (with ``handle_signals=True``): save, then stop the loop.
 

@@ -24,6 +24,7 @@ from ferry.checkpoint.folder import (
     is_step_folder,
     plain_dcp_error,
     read_manifest,
+    step_of,
 )
 from ferry.checkpoint.run.folders import scan
 from ferry.errors import CheckpointError
@@ -155,7 +156,38 @@ def run_directory(path: Path) -> Path:
             f"folders. Pass its parent: {str(path.parent)!r}.",
             path=path,
         )
+    if not any(step_of(child.name) is not None for child in path.iterdir()):
+        runs = nested_runs(path)
+        if runs:
+            raise CheckpointError(
+                f"{str(path)!r} holds no step-<n> folders, but {_listed_runs(runs)} does: that is the run directory "
+                f"(ferry demo keeps its checkpoints in --dir/checkpoints). Pass {str(runs[0])!r}.",
+                path=path,
+            )
     return path
+
+
+def nested_runs(path: Path, depth: int = 2) -> list[Path]:
+    """Run directories below ``path`` (folders holding ``step-<n>`` folders), ``depth`` levels down at most."""
+    found: list[Path] = []
+    try:
+        children = sorted(child for child in path.iterdir() if child.is_dir() and step_of(child.name) is None)
+    except OSError:
+        return found
+    for child in children:
+        try:
+            if any(step_of(grandchild.name) is not None for grandchild in child.iterdir()):
+                found.append(child)
+            elif depth > 1:
+                found.extend(nested_runs(child, depth - 1))
+        except OSError:
+            continue
+    return found
+
+
+def _listed_runs(runs: list[Path]) -> str:
+    shown = ", ".join(repr(str(run)) for run in runs[:3])
+    return shown + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
 
 
 def is_payload(obj: object) -> bool:

@@ -97,7 +97,8 @@ def collect(
 
     Returns:
         ``{"directory", "policy", "dry_run", "removed": [{"step", "folder", "bytes"}], "kept": [{"step", "folder",
-        "kept_by"}], "incomplete": [{"step", "folder", "problem"}], "stale_temporaries": [path], "errors": [text]}``.
+        "kept_by"}], "incomplete": [{"step", "folder", "problem"}], "stale_temporaries": [path], "stale_bytes",
+        "errors": [text]}``.
     """
     directory = Path(directory)
     lock = DirectoryLock(run_directory(directory))
@@ -120,6 +121,7 @@ def collect(
             protected.add(best.folder)
         doomed = [entry for entry in complete if not reasons[entry.folder] and entry.folder not in protected]
         stale = stale_temporaries(directory)
+        stale_bytes = sum(_size(path) for path in stale)
         removed, errors = _remove(doomed, stale, dry_run=dry_run)
         if not dry_run and (doomed or stale):
             fsync_directory(directory)
@@ -140,8 +142,22 @@ def collect(
             {"step": e.step, "folder": str(e.folder), "problem": e.problem} for e in entries if not e.complete
         ],
         "stale_temporaries": [str(path) for path in stale],
+        "stale_bytes": stale_bytes,
         "errors": errors,
     }
+
+
+def _size(path: Path) -> int:
+    """Bytes of a file, or of every file under a folder (what removing it frees)."""
+    if path.is_file():
+        return path.stat().st_size
+    total = 0
+    for item in path.rglob("*"):
+        try:
+            total += item.stat().st_size if item.is_file() else 0
+        except OSError:
+            continue
+    return total
 
 
 def _remove(

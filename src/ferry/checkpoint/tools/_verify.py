@@ -174,7 +174,7 @@ def verify_path(path: str | os.PathLike[str], progress: Progress = no_progress) 
         notes: list[str] = []
     else:
         directory = run_directory(path)
-        folders = [entry.folder for entry in scan(directory)]
+        folders = [entry.folder for entry in sorted(scan(directory), key=lambda entry: entry.step)]
         if not folders:
             raise CheckpointError(
                 f"{str(path)!r} holds no checkpoint to verify (no step-<n> folders, no {MANIFEST_FILE}). Pass a "
