@@ -832,3 +832,33 @@ def test_cuda_devices_are_canonical() -> None:
     model = nn.Linear(2, 2).to("cuda")
     assert check_devices(model, out).ok
     assert (("args[0]", CPU),) == check_devices(model, torch.ones(1)).mismatches
+
+
+class _Holder:
+    def __init__(self) -> None:
+        self.x = torch.ones(2)
+        self.name = "a"
+
+
+@dataclasses.dataclass
+class _WithExtra:
+    x: torch.Tensor
+
+
+def test_tensors_to_device_cannot_reach_are_named_in_a_warning() -> None:
+    extra = _WithExtra(torch.ones(1))
+    extra.cache = torch.zeros(1)  # an attribute that is not a field
+    with pytest.warns(PlacementWarning, match=r"\.x of a _Holder \(object\).*\.cache of a _WithExtra"):
+        out = to_device({"holder": _Holder(), "extra": extra}, "meta")
+    assert out["extra"].x.device.type == "meta"
+    assert out["extra"].cache.device.type == "cpu"  # left behind, as the warning says
+
+
+def test_plain_values_and_objects_without_tensors_pass_quietly() -> None:
+    class Config:
+        def __init__(self) -> None:
+            self.lr = 0.1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        to_device({"x": torch.ones(1), "cfg": Config(), "s": "a", "n": None}, "meta")

@@ -40,7 +40,8 @@ def to_device(obj: T, device: DeviceLike, *, dtype: torch.dtype | None = None, n
     itself is not modified; a namedtuple, tuple subclass (``torch.Size``), frozenset or frozen dataclass in which
     nothing moved comes back as the same object. Objects with their own ``.to(device)`` (HF ``BatchEncoding``, PyG
     ``Data``) are handed to it; if it moves in place and returns ``None``, the object itself is returned. An
-    ``nn.Module`` is moved in place and returned, as ``Module.to`` does. Anything else passes through untouched,
+    ``nn.Module`` inside ``obj`` is moved in place and returned, as ``Module.to`` does: the one exception to ``obj``
+    being left unmodified (copying a model to move it would double its memory). Anything else passes through untouched,
     generators and other iterators included: they are not consumed, so tensors they would yield are not moved. A
     tensor or container that occurs twice comes back as one object in both places.
 
@@ -60,6 +61,10 @@ def to_device(obj: T, device: DeviceLike, *, dtype: torch.dtype | None = None, n
     Returns:
         The same structure and container types as ``obj``, every tensor on ``device``.
 
+    Warns:
+        PlacementWarning: tensors that stay behind because the walk does not reach them: in attributes of plain
+            objects without ``.to``, or in attributes of a dataclass that are not fields (the message names them).
+
     Raises:
         DeviceError: ``device`` does not exist on this machine.
         ArgumentError: ``dtype`` is not a floating point or complex ``torch.dtype``, ``obj`` contains itself, or a
@@ -76,6 +81,15 @@ def to_device(obj: T, device: DeviceLike, *, dtype: torch.dtype | None = None, n
     mover = _Mover(resolve_device(device), dtype, non_blocking)
     out: T = mover.run(obj)
     mover.finish()
+    if mover.left:
+        warnings.warn(
+            f"to_device left tensors where they are: {'; '.join(mover.left)}. to_device rebuilds dicts, lists, "
+            "tuples, sets and dataclass fields, and hands objects with a .to(device) method to it; tensors in other "
+            "attributes are not reached. Make them dataclass fields, give the class a .to(device) method, or move "
+            "them yourself.",
+            PlacementWarning,
+            stacklevel=2,
+        )
     return out
 
 

@@ -41,6 +41,8 @@ _CPU = torch.device("cpu")
 ) = range(13)
 _KINDS: dict[type, int] = {torch.Tensor: _TENSOR, dict: _DICT, list: _LIST, tuple: _TUPLE}
 _KINDS.update(dict.fromkeys((int, float, bool, complex, str, bytes, type(None), torch.device, torch.dtype), _LEAF))
+#: Leaf types that hold no tensors: nothing to look for in them.
+_PLAIN = frozenset((int, float, bool, complex, str, bytes, type(None), torch.device, torch.dtype))
 _MAX_CACHED = 4096  # classes made on the fly (namedtuple factories) must not grow the cache without bound
 
 
@@ -154,7 +156,7 @@ _RECURSIVE = 64  # nesting levels moved by plain recursion before the explicit s
 class _Mover:
     """One ``to_device`` call: target, options, and the memo that keeps shared tensors shared."""
 
-    __slots__ = ("device", "dtype", "keep", "memo", "non_blocking", "pageable", "plain", "sources", "to_cpu")
+    __slots__ = ("device", "dtype", "keep", "left", "memo", "non_blocking", "pageable", "plain", "sources", "to_cpu")
 
     def __init__(self, device: torch.device, dtype: torch.dtype | None, non_blocking: bool) -> None:
         self.device = device
@@ -168,6 +170,7 @@ class _Mover:
         self.sources: set[torch.device] = set()
         self.memo: dict[int, Any] = {}  # id(input) -> output; a tensor already in place is not recorded
         self.keep: list[Any] = []  # children taken out of containers, alive so that their ids stay unique
+        self.left: list[str] = []  # tensors the walk does not reach: "a Foo's .x", to warn about
 
     def tensor(self, t: torch.Tensor) -> torch.Tensor:
         moved: torch.Tensor | None = self.memo.get(id(t))
@@ -195,6 +198,8 @@ class _Mover:
         if kind is None:
             kind = _kind_of(tp)
         if kind == _LEAF:
+            if tp not in _PLAIN:
+                self._note_hidden(obj, ())
             return obj
         if kind == _TENSOR:
             return self.tensor(obj)
@@ -223,12 +228,25 @@ class _Mover:
             if moved is None:  # moved in place
                 moved = obj
         else:
+            if kind == _DATACLASS:
+                self._note_hidden(obj, {f.name for f in dataclasses.fields(obj)})
             self.memo[id(obj)] = _BUSY
             frame = _Frame(obj, kind)
             self.keep.append(frame.values)
             return frame
         self.memo[id(obj)] = moved
         return moved
+
+    def _note_hidden(self, obj: Any, walked: Any) -> None:
+        """Record tensors in ``obj``'s attributes that the walk leaves where they are (not fields it rebuilds)."""
+        attributes = getattr(obj, "__dict__", None)
+        if not attributes:
+            return
+        hidden = [name for name, value in attributes.items() if name not in walked and isinstance(value, torch.Tensor)]
+        if hidden and len(self.left) < 8:
+            what = "dataclass" if walked else "object"
+            names = ", ".join(f".{name}" for name in hidden[:3])
+            self.left.append(f"{names} of a {type(obj).__qualname__} ({what})")
 
     def walk(self, root: Any) -> Any:
         """Move ``root`` with an explicit stack: any container type, any depth."""
