@@ -30,11 +30,20 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import numpy
 import torch
 from torch import nn
 
 __all__ = ["main"]
+
+
+def _seed_numpy(seed: int) -> None:
+    """Seed NumPy's global RNG when NumPy is installed (PyTorch does not require it; the demo does not either)."""
+    try:
+        import numpy
+    except ImportError:
+        return
+    numpy.random.seed(seed)
+
 
 BATCH_SIZE = 64
 LEARNING_RATE = 1e-3
@@ -289,7 +298,7 @@ def _train(args: argparse.Namespace, console: Any) -> int:
         )
     torch.manual_seed(args.seed)
     random.seed(args.seed)
-    numpy.random.seed(args.seed)
+    _seed_numpy(args.seed)
     x_train, y_train, x_test, y_test = _load_digits(args.seed)
     dataset = torch.utils.data.TensorDataset(x_train, y_train)
     sampler = ferry.ResumableSampler(dataset, shuffle=True, seed=args.seed)  # this rank's share under a group

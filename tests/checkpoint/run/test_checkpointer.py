@@ -405,3 +405,32 @@ def test_tensor_value_goes_to_device_of_live_tensor(tmp_path):
     state = {"t": torch.zeros(2, device="meta")}
     ckpt.restore(state)
     assert state["t"].device.type == "meta"
+
+
+def test_a_restore_past_a_damaged_checkpoint_warns_at_the_callers_line_and_steps_agrees(tmp_path):
+    with ferry.Checkpointer(tmp_path) as ckpt:
+        ckpt.save(1, {"x": 1})
+        bad = ckpt.save(2, {"x": 2})
+    data = bytearray((bad / STATE_FILE).read_bytes())
+    data[-3] ^= 0xFF
+    (bad / STATE_FILE).write_bytes(bytes(data))
+    reader = ferry.Checkpointer(tmp_path, read_only=True)
+    assert [1, 2] == reader.steps()  # complete by manifest and sizes: checksums not read yet
+    with pytest.warns(ferry.CheckpointWarning, match="step-000000002") as caught:
+        assert 1 == reader.restore({"x": 0})
+    assert [__file__] == [w.filename for w in caught]  # the caller's line, not ferry's
+    assert [1] == reader.steps()  # the damaged one is known now
+
+
+def test_when_no_checkpoint_verifies_the_error_names_them_all(tmp_path):
+    with ferry.Checkpointer(tmp_path) as ckpt:
+        folders = [ckpt.save(step, {"x": step}) for step in (1, 2, 3)]
+    for folder in folders:
+        data = bytearray((folder / STATE_FILE).read_bytes())
+        data[-3] ^= 0xFF
+        (folder / STATE_FILE).write_bytes(bytes(data))
+    with pytest.warns(ferry.CheckpointWarning), pytest.raises(ferry.CorruptCheckpointError) as caught:
+        ferry.Checkpointer(tmp_path, read_only=True).restore({"x": 0})
+    message = str(caught.value)
+    assert "no checkpoint in" in message
+    assert "3 tried (step-000000001, step-000000002, step-000000003)" in message

@@ -153,6 +153,7 @@ class Checkpointer:
         self._lock = DirectoryLock(self.directory)
         self._last_save_time = time.monotonic()
         self._last_saved_step: int | None = None
+        self._bad_folders: set[Path] = set()  # checkpoints that failed verification here: no longer listed
         self._signal: int | None = None
         self._agreed_signal: int | None = None  # under torch.distributed: a signal every rank knows of
         self._old_handlers: dict[int, Any] = {}
@@ -207,7 +208,7 @@ class Checkpointer:
             "this one writes the run (two writers would delete each other's checkpoints). Close Checkpointers "
             "when done (ckpt.close(), or `with ferry.Checkpointer(...) as ckpt:`) to avoid this.",
             CheckpointWarning,
-            stacklevel=4,
+            stacklevel=collective.caller_stacklevel(),
         )
         older.close()
 
@@ -249,8 +250,12 @@ class Checkpointer:
         return [entry for entry in store.scan(self.directory) if entry.complete]
 
     def steps(self) -> list[int]:
-        """The steps of all complete checkpoints, in the order they were saved (oldest first)."""
-        return [entry.step for entry in self._checkpoints()]
+        """The steps of all complete checkpoints, in the order they were saved (oldest first).
+
+        Complete means: a manifest and every file at its recorded size; checksums are read by :meth:`restore`,
+        :meth:`latest` and :func:`ferry.verify`, and a checkpoint they found damaged is no longer listed here.
+        """
+        return [entry.step for entry in self._checkpoints() if entry.folder not in self._bad_folders]
 
     def latest(self) -> Path | None:
         """The most recently saved checkpoint that verifies, or ``None``.
@@ -632,7 +637,7 @@ class Checkpointer:
                 f"checkpoint (it was renamed to {failed.renamed.name!r}), but what is left of it takes disk space; "
                 f"delete {str(failed.renamed)!r}, or run `ferry ckpt gc {self.directory}` once this process ends.",
                 CheckpointWarning,
-                stacklevel=3,
+                stacklevel=collective.caller_stacklevel(),
             )
 
     def _clean_leftovers(self) -> None:
@@ -723,6 +728,7 @@ class Checkpointer:
                 if step is not None:
                     raise
                 first_error = first_error or err
+                self._bad_folders.add(folder)
                 if group is None or group.rank == 0:
                     warnings.warn(
                         f"checkpoint {str(folder)!r} does not verify and is skipped: {err} Using the newest older "
@@ -737,7 +743,7 @@ class Checkpointer:
             self._last_saved_step = restored
             return restored
         if first_error is not None:
-            raise first_error
+            raise self._none_verifies(first_error)
         return None
 
     def _restore_candidates(self, step: int | None, group: collective.Group | None) -> list[Path]:
@@ -774,7 +780,7 @@ class Checkpointer:
                     f"checkpoint {str(entry.folder)!r} is incomplete and is skipped: {entry.problem}. Its files were "
                     "changed or removed after it was committed; delete the folder once you no longer need it.",
                     CheckpointWarning,
-                    stacklevel=5,
+                    stacklevel=collective.caller_stacklevel(),
                 )
 
     def _load_newest(self) -> Path | None:
@@ -787,15 +793,26 @@ class Checkpointer:
                 return entry.folder
             except CorruptCheckpointError as err:
                 first_error = first_error or err
+                self._bad_folders.add(entry.folder)
                 warnings.warn(
                     f"checkpoint {str(entry.folder)!r} does not verify and is skipped: {err} Using the newest "
                     "older checkpoint instead; delete the bad folder once you no longer need it.",
                     CheckpointWarning,
-                    stacklevel=4,
+                    stacklevel=collective.caller_stacklevel(),
                 )
         if first_error is not None:
-            raise first_error
+            raise self._none_verifies(first_error)
         return None
+
+    def _none_verifies(self, first: CorruptCheckpointError) -> CorruptCheckpointError:
+        """The error when every checkpoint of the directory failed verification: it names them all."""
+        bad = sorted(self._bad_folders)
+        return CorruptCheckpointError(
+            f"no checkpoint in {str(self.directory)!r} verifies: {len(bad)} tried "
+            f"({', '.join(folder.name for folder in bad)}); the newest failed with: {first} Restore the folders from a "
+            "copy, or start the run afresh in another directory.",
+            path=self.directory,
+        )
 
 
 def _launch_rank() -> int:

@@ -42,6 +42,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, IterableDataset, Sampler
 
+from ferry.checkpoint.sharded.ranks import caller_stacklevel
 from ferry.errors import CheckpointError, CheckpointWarning
 
 __all__ = ["FORMAT", "instrument", "is_instrumented", "load_loader_state", "loader_state"]
@@ -373,7 +374,11 @@ def loader_state(loader: DataLoader[Any], *, name: str) -> dict[str, Any]:
     book: _Book = loader.__dict__["_ferry_book"]
     problem = _not_exact(loader, book)
     if problem is not None:
-        warnings.warn(f"DataLoader {name!r} will not resume exactly: {problem}.", CheckpointWarning, stacklevel=4)
+        warnings.warn(
+            f"DataLoader {name!r} will not resume exactly: {problem}.",
+            CheckpointWarning,
+            stacklevel=caller_stacklevel(),
+        )
     running = book.number >= 0 and not book.complete
     sampler = _stateful_sampler(loader)
     sampler_state = book.sampler if running else (None if sampler is None else sampler.state_dict())
