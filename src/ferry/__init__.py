@@ -133,8 +133,16 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+#: what works without PyTorch (``ferry lint`` and the error classes)
+_TORCH_FREE = ("ferry.errors", "ferry.lint")
+
+
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__, *_SUBMODULES})
+    """Every public name; without PyTorch, only those that work there, so ``help(ferry)`` shows them."""
+    if _lazy.torch_installed():
+        return sorted({*globals(), *__all__, *_SUBMODULES})
+    usable = {name for name, module in _NAMES.items() if module in _TORCH_FREE}
+    return sorted({*globals(), *usable, *(name for name in _SUBMODULES if f"ferry.{name}" in _TORCH_FREE)})
 
 
 # FERRY_SANITIZE=1: the runtime checks for the whole process. Unset, nothing is imported (no torch).

@@ -8,11 +8,12 @@ raises when PyTorch is not installed.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 from ferry.errors import FerryError
 
-__all__ = ["load", "missing_torch"]
+__all__ = ["load", "missing_torch", "torch_installed"]
 
 #: How to install PyTorch, for people (pip pulls the CUDA build unless pointed at the CPU index).
 INSTALL_TORCH = (
@@ -24,6 +25,14 @@ INSTALL_TORCH = (
 def missing_torch(what: str, err: ModuleNotFoundError) -> FerryError:
     """The error for ``what`` (``"ferry.save"``, ``"ferry ckpt"``) used where PyTorch is not installed."""
     return FerryError(f"{what} needs PyTorch, which is not installed in this environment ({err}). {INSTALL_TORCH}.")
+
+
+def torch_installed() -> bool:
+    """Whether ``import torch`` can work here, found without importing it."""
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def load(module: str, what: str) -> ModuleType:

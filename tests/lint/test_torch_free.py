@@ -110,6 +110,8 @@ def test_a_torch_feature_without_torch_says_how_to_install_it(tmp_path: Path) ->
         "import ferry.checkpoint.tools as t; t.verify('x')",
         "import ferry; ferry.verify('x')",
         "import ferry; ferry.Checkpointer",
+        "from ferry import save",
+        "from ferry.checkpoint.tools import verify",
     ],
 )
 def test_torch_entry_points_without_torch_raise_ferry_errors(tmp_path: Path, code: str) -> None:
@@ -127,3 +129,15 @@ def test_cli_commands_without_torch_say_what_to_install(tmp_path: Path, command:
     assert "exit 2" in result.stdout, result.stderr[-2000:]
     assert "needs PyTorch" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_help_on_ferry_without_torch_lists_what_works(tmp_path: Path) -> None:
+    # pydoc reads every name dir() gives; without torch, dir(ferry) gives those that work (ferry.save stays a
+    # FerryError saying what to install, also for `from ferry import save`).
+    result = _run(
+        "import ferry, pydoc\n"
+        "text = pydoc.render_doc(ferry, renderer=pydoc.plaintext)\n"
+        "print(json.dumps(['save' in dir(ferry), 'FerryError' in text, 'lint (package)' in text]))\n",
+        tmp_path / "t.py",
+    )
+    assert "[false, true, true]" == result.stdout.splitlines()[0], result.stderr[-2000:]

@@ -674,6 +674,37 @@ def test_a_flipped_format_digit_is_corruption_not_a_newer_format(tmp_path: Path)
     both_reject(path, "the header fails its checksum")
 
 
+@pytest.mark.parametrize(
+    ("flip", "detail"),
+    [
+        ((b'"dtype"', b'"dtypf"'), "the header entry of tensor 'a' lacks dtype (it has 'dtypf' instead)"),
+        ((b'"shape"', b'"shapf"'), "the header entry of tensor 'a' lacks shape (it has 'shapf' instead)"),
+        ((b'"F32"', b'"F33"'), "tensor 'a' has unknown dtype 'F33'"),
+        ((b'"shape":[2]', b'"shape":[3]'), "tensor 'a' (F32, shape [3]) needs 12 bytes"),
+    ],
+    ids=["dtype key", "shape key", "dtype code", "shape value"],
+)
+def test_a_flip_in_a_ferry_files_tensor_index_says_its_checksummed_header_changed(
+    tmp_path: Path, flip: tuple[bytes, bytes], detail: str
+) -> None:
+    # The header checksum needs the parsed index, so a flip that breaks the index is caught first: named as what it is.
+    path = tmp_path / "t.safetensors"
+    save({"a": torch.tensor([1.0, 2.0])}, path)
+    original = path.read_bytes()
+    assert original.count(flip[0]) == 1
+    path.write_bytes(original.replace(*flip))
+    error = both_reject(path, "its checksummed header changed after it was written: ")
+    assert detail in str(error)
+
+
+def test_a_plain_safetensors_file_with_a_bad_entry_is_not_said_to_be_checksummed(tmp_path: Path) -> None:
+    path = tmp_path / "plain.safetensors"
+    safetensors.torch.save_file({"a": torch.ones(2)}, path)
+    path.write_bytes(path.read_bytes().replace(b'"dtype"', b'"dtypf"'))
+    error = both_reject(path, "the header entry of tensor 'a' lacks dtype")
+    assert "checksummed" not in str(error)
+
+
 # ---------------------------------------------------------------------------------------------- plain safetensors
 
 

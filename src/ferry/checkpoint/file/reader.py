@@ -106,7 +106,12 @@ def read_header(handle: BinaryIO, path: Path, size: int) -> Header:
     metadata = parsed.pop("__metadata__", None) or {}
     if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise _corrupt(path, "its __metadata__ is not a mapping of strings to strings")
-    entries = sorted((_entry(path, name, info) for name, info in parsed.items()), key=lambda e: (e.start, e.end))
+    # A ferry file's header is checksummed; its checksum needs the parsed tensor index, so a bit flip that breaks the
+    # index itself is named as what it is (the checksummed header changed) before the detail.
+    altered = "its checksummed header changed after it was written: " if FERRY_KEYS & metadata.keys() else ""
+    entries = sorted(
+        (_entry(path, name, info, altered) for name, info in parsed.items()), key=lambda e: (e.start, e.end)
+    )
     data_start = 8 + length
     expected = 0
     for entry in entries:
@@ -128,10 +133,17 @@ def read_header(handle: BinaryIO, path: Path, size: int) -> Header:
     return Header(path, data_start, tuple(entries), metadata, None)
 
 
-def _entry(path: Path, name: str, info: object) -> Entry:
+def _entry(path: Path, name: str, info: object, altered: str = "") -> Entry:
+    """Parse one tensor's header entry; ``altered`` prefixes the reason when the header is a checksummed one."""
     if not isinstance(info, dict):
-        raise _corrupt(path, f"the header entry of tensor {name!r} is not an object")
-    code, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        raise _corrupt(path, f"{altered}the header entry of tensor {name!r} is not an object")
+    keys = ("dtype", "shape", "data_offsets")
+    unknown = sorted(set(info) - set(keys))
+    missing = [key for key in keys if key not in info]
+    if missing:
+        found = f" (it has {', '.join(map(repr, unknown))} instead)" if unknown else ""
+        raise _corrupt(path, f"{altered}the header entry of tensor {name!r} lacks {', '.join(missing)}{found}")
+    code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
     if code in FOREIGN_CODES or (isinstance(code, str) and code in TORCH_NAMES and code not in DTYPES):
         raise CheckpointError(
             f"tensor {name!r} in {str(path)!r} has dtype {code}, which torch {torch.__version__} cannot hold. "
@@ -139,15 +151,15 @@ def _entry(path: Path, name: str, info: object) -> Entry:
             path=path,
         )
     if not isinstance(code, str) or code not in DTYPES:
-        raise _corrupt(path, f"tensor {name!r} has unknown dtype {code!r}")
+        raise _corrupt(path, f"{altered}tensor {name!r} has unknown dtype {code!r}")
     if not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)):
-        raise _corrupt(path, f"tensor {name!r} has a malformed shape {shape!r}")
+        raise _corrupt(path, f"{altered}tensor {name!r} has a malformed shape {shape!r}")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)):
-        raise _corrupt(path, f"tensor {name!r} has malformed data_offsets {offsets!r}")
+        raise _corrupt(path, f"{altered}tensor {name!r} has malformed data_offsets {offsets!r}")
     start, end = offsets
     if code == "F4":
         if not shape or shape[-1] % 2:
-            raise _corrupt(path, f"F4 tensor {name!r} has shape {shape}: its last dimension must be even")
+            raise _corrupt(path, f"{altered}F4 tensor {name!r} has shape {shape}: its last dimension must be even")
         shape = [*shape[:-1], shape[-1] // 2]
     numel = 1
     for dim in shape:
@@ -155,8 +167,8 @@ def _entry(path: Path, name: str, info: object) -> Entry:
     if not 0 <= start <= end or end - start != numel * itemsize(code):
         raise _corrupt(
             path,
-            f"tensor {name!r} ({code}, shape {shape}) needs {numel * itemsize(code)} bytes but its data_offsets "
-            f"{offsets} span {end - start}",
+            f"{altered}tensor {name!r} ({code}, shape {shape}) needs {numel * itemsize(code)} bytes but its "
+            f"data_offsets {offsets} span {end - start}",
         )
     return Entry(name, code, tuple(shape), start, end)
 
