@@ -27,8 +27,12 @@ How it works:
       ``Tensor.cpu`` and ``Tensor.data = ...``. Moves are differentiable copies. ``Module.to``, ``Module.cuda``
       and ``Module.cpu`` go through ``Tensor.to`` and, as on a GPU, replace each parameter by a new
       ``nn.Parameter`` when it moves between cpu and cuda, and keep it (``param.data = moved``) between GPUs.
-    * ``torch.cuda`` functions are replaced for the duration (see :data:`PATCHED_CUDA_FUNCTIONS`) and restored
-      exactly on exit, with the default device.
+    * ``torch.cuda`` and ``torch.accelerator`` functions are replaced for the duration (see
+      :data:`PATCHED_CUDA_FUNCTIONS` and :data:`PATCHED_ACCELERATOR_FUNCTIONS`), as are the legacy types
+      (``torch.cuda.FloatTensor``...), ``torch.device`` (so ``torch.device(0)`` and ``Module.to(0)`` mean
+      ``cuda:0``), ``torch.Generator`` (``device="cuda"`` gives a CPU generator), ``torch.Stream``/``Event`` and
+      ``nn.DataParallel``'s copies between GPUs (``torch.nn.parallel.comm``; its replicas run one after the other on
+      the calling thread). All are restored exactly on exit, with the default device.
 
 What it cannot model:
     * Kernels: every op runs the CPU kernel, so numerics are the CPU's (bitwise equal to the same script on the
@@ -39,7 +43,8 @@ What it cannot model:
     * Speed: no asynchrony, no host-device transfer cost; ``synchronize``, streams and events are no-ops.
     * CUDA-only ops: custom CUDA kernels and extensions, Triton, ``torch.compile`` for cuda, flash/memory-efficient
       attention backends (SDPA falls back to the CPU math path), NCCL, CUDA graphs, ``pin_memory`` (a no-op here),
-      cuDNN-specific errors, and ``torch.accelerator`` (it still reports no accelerator).
+      cuDNN-specific errors (RNNs, attention and the transformer fast path run their CPU math kernels, their
+      internal masks and workspaces on the input's pretend device).
     * Mixed precision: ``torch.autocast("cuda")`` is accepted but changes no dtype (the CPU kernels run outside
       CUDA autocast), so float16 overflow and dtype-mismatch bugs under autocast do not show; ``GradScaler("cuda")``
       runs.
@@ -47,8 +52,9 @@ What it cannot model:
       read through the C descriptor) see ``cpu``. Some ops word their mismatch error differently on a real GPU
       (``mm`` names the argument); here every mismatch uses ``TensorIterator``'s wording above.
     * ``torch.save`` of a pretend tensor writes CPU data: a checkpoint saved under pretend loads as CPU tensors.
-    * ``torch.cuda`` functions not in :data:`PATCHED_CUDA_FUNCTIONS` (``get_rng_state``, ``nccl``, ``graphs``...)
-      behave as on a CPU-only build. Function modes are per thread: ``device="cuda"`` works only on the thread that
+    * ``torch.cuda`` functions not in :data:`PATCHED_CUDA_FUNCTIONS` (``nccl``, ``graphs``, ``utilization``...)
+      behave as on a CPU-only build; ``get_rng_state`` hands back what ``set_rng_state`` stored (the numbers come
+      from the CPU generator). Function modes are per thread: ``device="cuda"`` works only on the thread that
       entered the block (pretend tensors keep their device and checks on every thread).
 
 Meant for a machine without CUDA. On a CUDA machine the pretend devices never touch the GPU, but
@@ -58,6 +64,7 @@ Meant for a machine without CUDA. On a CUDA machine the pretend devices never to
 from __future__ import annotations
 
 import contextlib
+import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -65,12 +72,26 @@ from typing import Any
 import torch
 import torch.utils._device
 from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 from ferry.errors import ArgumentError
-from ferry.sanitizer.pretend._tensor import PretendTensor, device_of, move
+from ferry.sanitizer.pretend._tensor import (
+    PretendTensor,
+    device_of,
+    move,
+    own_temporaries,
+    result_device,
+    type_name,
+)
 
-__all__ = ["PATCHED_CUDA_FUNCTIONS", "PretendTensor", "is_pretend", "pretend_cuda", "real_tensor"]
+__all__ = [
+    "PATCHED_ACCELERATOR_FUNCTIONS",
+    "PATCHED_CUDA_FUNCTIONS",
+    "PretendTensor",
+    "is_pretend",
+    "pretend_cuda",
+    "real_tensor",
+]
 
 
 #: How a user pretends more GPUs, in the words of the interface they are in (``ferry run`` sets its option here).
@@ -110,6 +131,10 @@ class _Stream:
         """True: all work is done."""
         return True
 
+    def is_capturing(self) -> bool:
+        """False: no CUDA graph is captured on a pretend GPU."""
+        return False
+
     def __enter__(self) -> _Stream:
         return self
 
@@ -147,6 +172,22 @@ class _State:
     def __init__(self, device_count: int) -> None:
         self.device_count = device_count
         self.current = 0
+        self.seed = 0
+        # ``torch.cuda.get_rng_state`` answers: random numbers come from the CPU generator, so a GPU's generator
+        # state is only kept to be handed back (a Philox seed and offset, 16 bytes, as on a GPU)
+        self.rng_states: dict[int, torch.Tensor] = {}
+
+    def get_rng_state(self, device: Any = "cuda") -> torch.Tensor:
+        index = self.resolve(device).index or 0
+        return self.rng_states.get(index, torch.zeros(16, dtype=torch.uint8)).clone()
+
+    def set_rng_state(self, new_state: torch.Tensor, device: Any = "cuda") -> None:
+        index = self.resolve(device).index or 0
+        self.rng_states[index] = real_tensor(new_state).detach().to(torch.uint8).clone()
+
+    def set_rng_state_all(self, new_states: Any) -> None:
+        for index, new_state in enumerate(new_states):
+            self.set_rng_state(new_state, index)
 
     def resolve(self, device: Any) -> torch.device:
         """The concrete device for a device argument (``"cuda"`` means the current pretend GPU)."""
@@ -224,20 +265,114 @@ def _cuda_functions(state: _State) -> dict[str, Any]:
         "memory_reserved": zero(),
         "max_memory_reserved": zero(),
         "mem_get_info": lambda device=None: (80 * 2**30, 80 * 2**30),
+        "memory_stats": lambda device=None: {},
+        "memory_summary": lambda device=None, abbreviated=False: "ferry pretend CUDA GPU: no memory is allocated.",
+        "ipc_collect": nothing(),
+        "get_rng_state": state.get_rng_state,
+        "set_rng_state": state.set_rng_state,
+        "get_rng_state_all": lambda: [state.get_rng_state(i) for i in range(state.device_count)],
+        "set_rng_state_all": state.set_rng_state_all,
+        "initial_seed": lambda: state.seed,
         "Stream": _Stream,
         "Event": _Event,
         "current_stream": lambda device=None: _Stream(device),
         "default_stream": lambda device=None: _Stream(device),
         "stream": lambda stream=None: contextlib.nullcontext(stream),
+        **{name: _legacy_type(name, dtype, state) for name, dtype in _LEGACY_TYPES.items()},
     }
+
+
+def _accelerator_functions(state: _State) -> dict[str, Any]:
+    """Replacements for ``torch.accelerator``: the pretend GPUs are this machine's accelerator."""
+
+    class device_index:  # stands in for the class torch.accelerator.device_index
+        def __init__(self, device: int | None, /) -> None:
+            self.index = device
+            self.previous = -1
+
+        def __enter__(self) -> None:
+            if self.index is not None:
+                self.previous, state.current = state.current, state.resolve(self.index).index or 0
+
+        def __exit__(self, *exc: object) -> None:
+            if self.index is not None:
+                state.current = self.previous
+
+    def set_device_index(device: Any, /) -> None:
+        state.current = state.resolve(device).index or 0
+
+    def current_accelerator(check_available: bool = False) -> torch.device:
+        return torch.device("cuda")
+
+    return {
+        "is_available": lambda: True,
+        "current_accelerator": current_accelerator,
+        "device_count": lambda: state.device_count,
+        "current_device_index": lambda: state.current,
+        "current_device_idx": lambda: state.current,
+        "set_device_index": set_device_index,
+        "set_device_idx": set_device_index,
+        "device_index": device_index,
+        "synchronize": lambda device=None, /: None,
+        "current_stream": lambda device=None, /: _Stream(device),
+        "set_stream": lambda stream: None,
+        "empty_cache": lambda: None,
+        "memory_allocated": lambda device_index=None, /: 0,
+        "max_memory_allocated": lambda device_index=None, /: 0,
+        "memory_reserved": lambda device_index=None, /: 0,
+        "max_memory_reserved": lambda device_index=None, /: 0,
+        "reset_peak_memory_stats": lambda device_index=None, /: None,
+        "memory_stats": lambda device_index=None, /: {},
+    }
+
+
+#: the legacy CUDA tensor types (``torch.cuda.FloatTensor``) and their dtypes
+_LEGACY_TYPES: dict[str, torch.dtype] = {
+    "DoubleTensor": torch.float64,
+    "FloatTensor": torch.float32,
+    "HalfTensor": torch.float16,
+    "BFloat16Tensor": torch.bfloat16,
+    "LongTensor": torch.int64,
+    "IntTensor": torch.int32,
+    "ShortTensor": torch.int16,
+    "CharTensor": torch.int8,
+    "ByteTensor": torch.uint8,
+    "BoolTensor": torch.bool,
+}
+
+
+class _LegacyTypeMeta(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, PretendTensor) and obj.dtype == cls.dtype  # type: ignore[attr-defined]
+
+
+def _legacy_type(name: str, dtype: torch.dtype, state: _State) -> type:
+    """A stand-in for the legacy type ``torch.cuda.<name>``.
+
+    Calling it builds CPU data of ``dtype`` (as ``torch.FloatTensor(...)`` does) on the current pretend GPU; a
+    pretend tensor of ``dtype`` is an instance of it.
+    """
+
+    def construct(cls: type, *args: Any, **kwargs: Any) -> torch.Tensor:
+        cpu = getattr(torch, name)(*(real_tensor(a) if isinstance(a, torch.Tensor) else a for a in args), **kwargs)
+        return move(cpu, torch.device("cuda", state.current))
+
+    return _LegacyTypeMeta(
+        name,
+        (),
+        {
+            "dtype": dtype,
+            "__new__": construct,
+            "__module__": "torch.cuda",
+            "is_cuda": True,
+            "__doc__": f"torch.cuda.{name} on a pretend GPU.",
+        },
+    )
 
 
 # the ``Tensor.data`` and ``Tensor.grad`` descriptors, whose setters the mode intercepts
 _DATA: Any = torch.Tensor.data
 _GRAD: Any = torch.Tensor.grad
-
-PATCHED_CUDA_FUNCTIONS: tuple[str, ...] = tuple(_cuda_functions(_State(1)))
-"""The ``torch.cuda`` attributes replaced inside :func:`pretend_cuda` (restored on exit)."""
 
 
 class _PretendMode(TorchFunctionMode):
@@ -254,7 +389,19 @@ class _PretendMode(TorchFunctionMode):
             _GRAD.__set__: self._set_grad,
             torch.Tensor.pin_memory: lambda t, *args, **kwargs: t,
             torch.Tensor.tolist: lambda t: real_tensor(t).tolist(),
+            torch.Tensor.type: self._type,
+            torch.Tensor.share_memory_: self._share_memory,
+            torch.Tensor.record_stream: lambda t, stream: None,
+            # reads a device argument, creates nothing: left as it is (PyTorch hands the mode the patched one)
+            _PARSE_TO: _PARSE_TO,
+            _PARSE_TO_WITH_ORDINALS: _PARSE_TO_WITH_ORDINALS,
         }
+        # composite ops that make temporaries of their own on their input's device (on the CPU here)
+        for composite in _COMPOSITES:
+            self.handlers[composite] = self._composite(composite)
+        # factories that read a tensor's data from Python (``torch.tensor([loss])``): they read the CPU data
+        for factory in (torch.tensor, torch.as_tensor, torch.Tensor.new_tensor):
+            self.handlers[factory] = self._reading_data(factory)
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -263,6 +410,10 @@ class _PretendMode(TorchFunctionMode):
         handler = self.handlers.get(func)
         if handler is not None:
             return handler(*args, **kwargs)
+        return self._call(func, args, kwargs)
+
+    def _call(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call ``func`` with its device argument (or the default device) resolved, and its result retargeted."""
         default = torch.utils._device.CURRENT_DEVICE
         if default is not None and kwargs.get("device") is None and func in torch.utils._device._device_constructors():
             kwargs["device"] = default
@@ -303,6 +454,50 @@ class _PretendMode(TorchFunctionMode):
             t = torch.Tensor.to(t, dtype=dtype, copy=copy, **kwargs)
         return t if device is None else move(t, self.state.resolve(device))
 
+    def _composite(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result_device(None, tree_flatten((args, kwargs))[0])  # the caller's tensors must agree, as on a GPU
+            with own_temporaries(), _without_onednn():
+                return self._call(func, args, kwargs)
+
+        return call
+
+    def _reading_data(self, factory: Callable[..., Any]) -> Callable[..., Any]:
+        def read(*args: Any, **kwargs: Any) -> Any:
+            if factory is torch.Tensor.new_tensor:  # (self, data, ...): the result follows self unless told
+                self_, data, *rest = args
+                kwargs.setdefault("device", device_of(self_))
+                kwargs.setdefault("dtype", self_.dtype)
+                return self._call(torch.tensor, (_cpu_data(data), *rest), kwargs)
+            data, *rest = args
+            return self._call(factory, (_cpu_data(data), *rest), kwargs)
+
+        return read
+
+    def _type(self, t: torch.Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        # Tensor.type: no argument names the legacy type; a legacy type (class or name) or a dtype converts
+        dtype = kwargs.pop("dtype", dtype)
+        if dtype is None:
+            return type_name(t)
+        cuda, target = _legacy_target(dtype)
+        if cuda is None:
+            device = device_of(t)
+        elif cuda:
+            device = device_of(t) if is_pretend(t) else torch.device("cuda", self.state.current)
+        else:
+            device = torch.device("cpu")
+        if device_of(t) == device and t.dtype == target:
+            return t
+        return self._to(t, device, target)
+
+    @staticmethod
+    def _share_memory(t: torch.Tensor) -> torch.Tensor:
+        # as on a GPU: a no-op for a tensor on a (pretend) GPU; a CPU tensor moves to shared memory
+        if is_pretend(t):
+            return t
+        shared: torch.Tensor = torch.Tensor.share_memory_(t)  # type: ignore[no-untyped-call]
+        return shared
+
     def _cuda(self, t: torch.Tensor, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> torch.Tensor:
         target = self.state.resolve("cuda" if device is None else device)
         return self._to(t, target, **kwargs)
@@ -332,6 +527,34 @@ class _PretendMode(TorchFunctionMode):
         _GRAD.__set__(t, grad)
 
 
+@contextlib.contextmanager
+def _without_onednn() -> Iterator[None]:
+    # torch.backends.mkldnn.flags() would also set oneDNN's TF32 switch, which warns on a build without Intel GPUs
+    enabled = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(enabled)
+
+
+def _cpu_data(data: Any) -> Any:
+    """``data`` for a tensor factory, with every pretend tensor in it replaced by its CPU data."""
+    return tree_map(lambda x: real_tensor(x).detach() if is_pretend(x) else x, data)
+
+
+def _legacy_target(dtype: Any) -> tuple[bool | None, torch.dtype]:
+    """What ``Tensor.type(dtype)`` asks for: (True: a CUDA type, False: a CPU type, None: any device; the dtype)."""
+    if isinstance(dtype, torch.dtype):
+        return None, dtype
+    name = dtype if isinstance(dtype, str) else f"{getattr(dtype, '__module__', '')}.{getattr(dtype, '__name__', '')}"
+    cuda = name.startswith("torch.cuda.")
+    short = name.rpartition(".")[2]
+    if short not in _LEGACY_TYPES:
+        raise ValueError(f"invalid type: {name!r}")
+    return cuda, _LEGACY_TYPES[short]
+
+
 def _incompatible() -> RuntimeError:
     # PyTorch's message (two spaces included) for ``cpu_tensor.data = cuda_tensor`` on a GPU
     return RuntimeError(
@@ -346,6 +569,170 @@ def _compatible_shallow_copy_type(original: Callable[[torch.Tensor, torch.Tensor
         return is_pretend(input) == is_pretend(from_) and original(input, from_)
 
     return compatible
+
+
+#: Composite ops whose C++ code makes temporaries with its input's options (masks, workspaces), or whose CPU kernel
+#: (oneDNN's RNN layer) keeps state a wrapper cannot carry through autograd: they run with those temporaries taking
+#: the device of their inputs, and without oneDNN.
+_COMPOSITES: tuple[Callable[..., Any], ...] = (
+    torch.nn.functional.scaled_dot_product_attention,
+    torch.nn.functional.multi_head_attention_forward,  # calls the above where the mode does not see it
+    torch._native_multi_head_attention,
+    torch._transformer_encoder_layer_fwd,
+    torch.lstm,
+    torch.gru,
+    torch.rnn_tanh,
+    torch.rnn_relu,
+)
+
+_PARSE_TO = torch._C._nn._parse_to
+_REAL_DEVICE = torch.device
+_REAL_GENERATOR = torch.Generator
+
+
+class _DeviceMeta(type):
+    """``torch.device`` under pretend: ``torch.device(0)`` is ``cuda:0``.
+
+    A CPU-only build has no accelerator to give an integer its type; everything else, ``isinstance`` included, is
+    PyTorch's own ``torch.device``.
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], int) and not isinstance(args[0], bool):
+            return _REAL_DEVICE("cuda", args[0])
+        return _REAL_DEVICE(*args, **kwargs)
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, _REAL_DEVICE)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, _REAL_DEVICE)
+
+
+class _Device(metaclass=_DeviceMeta):
+    """Stands in for ``torch.device`` inside :func:`pretend_cuda`."""
+
+
+class _GeneratorMeta(type):
+    """``torch.Generator`` under pretend: ``torch.Generator(device="cuda")`` is a CPU generator.
+
+    Random numbers come from the CPU here; everything else, ``isinstance`` included, is PyTorch's own
+    ``torch.Generator``.
+    """
+
+    def __call__(cls, device: Any = "cpu") -> Any:
+        if (isinstance(device, int) and not isinstance(device, bool)) or _REAL_DEVICE(device).type == "cuda":
+            return _REAL_GENERATOR()
+        return _REAL_GENERATOR(device)
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, _REAL_GENERATOR)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, _REAL_GENERATOR)
+
+
+class _Generator(metaclass=_GeneratorMeta):
+    """Stands in for ``torch.Generator`` inside :func:`pretend_cuda`."""
+
+
+def _parse_to_with_ordinals(parse_to: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch._C._nn._parse_to`` (what ``Module.to`` reads its arguments with) that reads an integer as ``cuda:i``."""
+
+    def ordinal(x: Any) -> Any:
+        return _REAL_DEVICE("cuda", x) if isinstance(x, int) and not isinstance(x, bool) else x
+
+    def parse(*args: Any, **kwargs: Any) -> Any:
+        if args:
+            args = (ordinal(args[0]), *args[1:])
+        if "device" in kwargs:
+            kwargs["device"] = ordinal(kwargs["device"])
+        return parse_to(*args, **kwargs)
+
+    return parse
+
+
+_PARSE_TO_WITH_ORDINALS = _parse_to_with_ordinals(_PARSE_TO)
+
+
+def _comm_functions(state: _State) -> dict[str, Any]:
+    """Replacements for ``torch.nn.parallel.comm`` (``nn.DataParallel``'s copies between GPUs), made of moves."""
+
+    def cuda(device: Any) -> torch.device:
+        return state.resolve(device)
+
+    def scatter(
+        tensor: Any, devices: Any = None, chunk_sizes: Any = None, dim: int = 0, streams: Any = None, *, out: Any = None
+    ) -> tuple[torch.Tensor, ...]:
+        if out is not None:
+            devices = [device_of(o) for o in out]
+        chunks = tensor.split(list(chunk_sizes), dim) if chunk_sizes else tensor.chunk(len(devices), dim)
+        moved = tuple(move(c.contiguous(), cuda(d)) for c, d in zip(chunks, devices, strict=True))
+        if out is not None:
+            for target, chunk in zip(out, moved, strict=True):
+                target.copy_(chunk)
+            return tuple(out)
+        return moved
+
+    def gather(tensors: Any, dim: int = 0, destination: Any = None, *, out: Any = None) -> torch.Tensor:
+        if out is not None:
+            copied: torch.Tensor = out.copy_(torch.cat([move(t, device_of(out)) for t in tensors], dim))
+            return copied
+        target = (
+            torch.device("cpu")
+            if destination == -1 or destination == "cpu"
+            else cuda(state.current if destination is None else destination)
+        )
+        return torch.cat([move(t, target) for t in tensors], dim)
+
+    def broadcast(tensor: Any, devices: Any = None, *, out: Any = None) -> tuple[torch.Tensor, ...]:
+        if out is not None:
+            return tuple(o.copy_(move(tensor, device_of(o))) for o in out)
+        return tuple(move(tensor, cuda(d)) for d in devices)
+
+    def broadcast_coalesced(tensors: Any, devices: Any, buffer_size: int = 0) -> tuple[tuple[torch.Tensor, ...], ...]:
+        return tuple(tuple(move(t, cuda(d)) for t in tensors) for d in devices)
+
+    def reduce_add(inputs: Any, destination: Any = None) -> torch.Tensor:
+        target = cuda(state.current if destination is None else destination)
+        total = move(inputs[0], target).clone()
+        for t in inputs[1:]:
+            total += move(t, target)
+        return total
+
+    def reduce_add_coalesced(inputs: Any, destination: Any = None, buffer_size: int = 0) -> tuple[torch.Tensor, ...]:
+        return tuple(reduce_add(list(column), destination) for column in zip(*inputs, strict=True))
+
+    return {
+        "scatter": scatter,
+        "gather": gather,
+        "broadcast": broadcast,
+        "broadcast_coalesced": broadcast_coalesced,
+        "reduce_add": reduce_add,
+        "reduce_add_coalesced": reduce_add_coalesced,
+    }
+
+
+def _sequential_parallel_apply(modules: Any, inputs: Any, kwargs_tup: Any = None, devices: Any = None) -> list[Any]:
+    """``nn.DataParallel``'s ``parallel_apply``, run replica by replica on this thread.
+
+    The pretend GPUs' function mode is per thread, and on a CPU the replicas run one after the other anyway.
+    """
+    kwargs_tup = kwargs_tup or ({},) * len(modules)
+    devices = devices or [None] * len(modules)
+    outputs = []
+    for module, args, kwargs, device in zip(modules, inputs, kwargs_tup, devices, strict=True):
+        with torch.cuda.device(device):
+            args = args if isinstance(args, list | tuple) else (args,)
+            outputs.append(module(*args, **kwargs))
+    return outputs
+
+
+PATCHED_CUDA_FUNCTIONS: tuple[str, ...] = tuple(_cuda_functions(_State(1)))
+"""The ``torch.cuda`` attributes replaced inside :func:`pretend_cuda` (restored on exit)."""
+
+PATCHED_ACCELERATOR_FUNCTIONS: tuple[str, ...] = tuple(_accelerator_functions(_State(1)))
+"""The ``torch.accelerator`` attributes replaced inside :func:`pretend_cuda` (restored on exit)."""
 
 
 def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Callable[..., Any]:
@@ -400,16 +787,35 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
     # torch._dynamo registers torch.cuda and torch._C functions when first imported (the optimizers import it):
     # import it now, so that it registers PyTorch's functions and not the replacements below.
     import torch._dynamo
+    import torch.backends.cudnn
+    import torch.nn.parallel._functions
+    import torch.nn.parallel.comm
+    import torch.nn.parallel.data_parallel
 
-    saved = {name: getattr(torch.cuda, name) for name in PATCHED_CUDA_FUNCTIONS}
-    compatible = torch._has_compatible_shallow_copy_type
-    load = torch.load
+    patches: list[tuple[Any, str, Any]] = [
+        *((torch.cuda, name, value) for name, value in _cuda_functions(state).items()),
+        *((torch.accelerator, name, value) for name, value in _accelerator_functions(state).items()),
+        *((torch.nn.parallel.comm, name, value) for name, value in _comm_functions(state).items()),
+        (sys.modules["torch.nn.parallel.data_parallel"], "parallel_apply", _sequential_parallel_apply),
+        (
+            torch,
+            "_has_compatible_shallow_copy_type",
+            _compatible_shallow_copy_type(torch._has_compatible_shallow_copy_type),
+        ),
+        (torch, "load", _load_onto_pretend_devices(torch.load, state)),
+        (torch, "device", _Device),
+        (torch, "Generator", _Generator),
+        (torch, "Stream", _Stream),
+        (torch, "Event", _Event),
+        (torch._C._nn, "_parse_to", _PARSE_TO_WITH_ORDINALS),
+        (sys.modules["torch.nn.parallel._functions"], "_streams", None),  # sized by the device count: new GPUs
+        (torch.backends.cudnn, "is_acceptable", lambda tensor: False),  # no cuDNN here, and no warning about it
+    ]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     default_device = torch.utils._device.CURRENT_DEVICE
     try:
-        for name, replacement in _cuda_functions(state).items():
-            setattr(torch.cuda, name, replacement)
-        torch._has_compatible_shallow_copy_type = _compatible_shallow_copy_type(compatible)
-        torch.load = _load_onto_pretend_devices(load, state)
+        for owner, name, replacement in patches:
+            setattr(owner, name, replacement)
         with _PretendMode(state):
             try:
                 yield
@@ -417,7 +823,5 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
                 if torch.utils._device.CURRENT_DEVICE != default_device:
                     torch.set_default_device(default_device)
     finally:
-        for name, original in saved.items():
-            setattr(torch.cuda, name, original)
-        torch._has_compatible_shallow_copy_type = compatible
-        torch.load = load
+        for owner, name, original in reversed(saved):
+            setattr(owner, name, original)

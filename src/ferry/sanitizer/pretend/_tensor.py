@@ -6,6 +6,9 @@ for op outputs, the same-device check, and the differentiable moves between ``cp
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -27,6 +30,26 @@ _INDEX_OPS = frozenset(
     }
 )
 _CROSS_DEVICE_OPS = _INDEX_OPS | {torch.ops.aten.copy_.default, torch.ops.aten._to_copy.default}
+
+
+#: How deep this thread is inside a composite op that makes its own temporaries (see :func:`own_temporaries`).
+_COMPOSITE = threading.local()
+
+
+@contextlib.contextmanager
+def own_temporaries() -> Iterator[None]:
+    """Inside the block, a CPU tensor that meets a pretend one takes the pretend device instead of raising.
+
+    For composite ops whose C++ code makes temporaries with its input's options (the causal mask and dropout mask of
+    ``scaled_dot_product_attention``'s math path): on a GPU those are on the input's device, here the input's
+    options say ``cpu``. The caller checks the devices of the op's own arguments first, so a user's CPU tensor still
+    raises.
+    """
+    _COMPOSITE.depth = getattr(_COMPOSITE, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _COMPOSITE.depth -= 1
 
 
 class PretendTensor(torch.Tensor):
@@ -80,7 +103,16 @@ class PretendTensor(torch.Tensor):
         """``'torch.cuda.FloatTensor'`` and so on, as on a GPU; with a ``dtype``, converts as ``Tensor.type``."""
         if dtype is None and not kwargs:
             return type_name(self)
+        if torch._C._is_torch_function_mode_enabled():  # the pretend mode converts legacy CUDA types
+            return handle_torch_function(torch.Tensor.type, (self,), self, dtype, non_blocking, **kwargs)  # type: ignore[arg-type]
         return super().type(dtype, non_blocking, **kwargs)
+
+    def share_memory_(self) -> PretendTensor:
+        """A no-op, as ``share_memory_`` is for a tensor on a GPU (the wrapper has no storage of its own to share)."""
+        return self
+
+    def record_stream(self, stream: Any) -> None:
+        """A no-op: work on a pretend GPU is synchronous."""
 
     def numpy(self, *, force: bool = False) -> Any:
         """Raise ``TypeError`` as PyTorch does for a CUDA tensor (``force=True`` copies, as PyTorch does).
@@ -203,7 +235,7 @@ def result_device(func: Any, flat_args: list[Any]) -> torch.device:
     if func in _CONVOLUTIONS:
         _check_convolution(tensors)
     common = next((d for d in devices if d.type != "cpu"), _CPU)
-    if func not in _CROSS_DEVICE_OPS:
+    if func not in _CROSS_DEVICE_OPS and not getattr(_COMPOSITE, "depth", 0):
         for t, d in zip(tensors, devices, strict=True):
             if d != common and not (d.type == "cpu" and t.dim() == 0):
                 raise mismatch_error(common, d)

@@ -1,0 +1,227 @@
+"""The pretend GPU runs what a real GPU runs: each test is a correct program's idiom that failed under pretend once.
+
+Each checks the result against what CUDA PyTorch gives (the device, the dtype, that backward runs), and, where the
+idiom is a device bug in disguise, that the bug still raises.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import ferry.sanitizer.pretend as pretend_module
+from ferry.sanitizer.pretend import PATCHED_ACCELERATOR_FUNCTIONS, is_pretend, pretend_cuda
+
+CUDA0 = torch.device("cuda", 0)
+CUDA1 = torch.device("cuda", 1)
+MISMATCH = "Expected all tensors to be on the same device"
+
+
+def test_torch_accelerator_answers_for_the_pretend_gpus_and_is_restored_after() -> None:
+    originals = {name: getattr(torch.accelerator, name) for name in PATCHED_ACCELERATOR_FUNCTIONS}
+    with pretend_cuda(device_count=2):
+        # PyTorch's own examples choose their device this way now
+        device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "cpu"
+        assert (torch.device("cuda"), 2, 0) == (
+            device,
+            torch.accelerator.device_count(),
+            torch.accelerator.current_device_index(),
+        )
+        torch.accelerator.set_device_index(1)
+        assert 1 == torch.accelerator.current_device_index()
+        assert CUDA1 == torch.ones(1, device="cuda").device
+        with torch.accelerator.device_index(0):
+            assert 0 == torch.accelerator.current_device_index()
+        assert 1 == torch.accelerator.current_device_index()
+        torch.accelerator.synchronize()
+        torch.accelerator.set_device_index(0)
+        assert CUDA0 == torch.ones(2).to(device, non_blocking=True).device
+    assert originals == {name: getattr(torch.accelerator, name) for name in PATCHED_ACCELERATOR_FUNCTIONS}
+    assert torch.accelerator.is_available() is False
+
+
+def test_integer_ordinals_mean_cuda_for_modules_and_devices() -> None:
+    with pretend_cuda(device_count=2):
+        model = nn.Linear(2, 2).to(0)
+        assert {CUDA0} == {p.device for p in model.parameters()}
+        assert CUDA1 == model.to(device=1).weight.device
+        assert CUDA1 == torch.device(1)
+        assert isinstance(torch.device(1), torch.device)
+        assert torch.device("cpu") == torch.device("cpu")
+        assert CUDA0 == torch.ones(2).to(torch.device(0)).device
+        with pytest.raises(RuntimeError, match="invalid device ordinal"):
+            nn.Linear(2, 2).to(5)
+    assert torch.device is pretend_module._REAL_DEVICE
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [("FloatTensor", torch.float32), ("LongTensor", torch.int64), ("HalfTensor", torch.float16)],
+)
+def test_legacy_typed_tensors_build_convert_and_test_as_on_a_gpu(name: str, dtype: torch.dtype) -> None:
+    with pretend_cuda():
+        legacy = getattr(torch.cuda, name)
+        from_data = legacy([1, 2, 3])
+        from_size = legacy(2, 3)
+        assert (CUDA0, dtype, [1, 2, 3]) == (from_data.device, from_data.dtype, from_data.int().tolist())
+        assert (CUDA0, dtype, (2, 3)) == (from_size.device, from_size.dtype, tuple(from_size.shape))
+        assert isinstance(from_data, legacy)
+        assert not isinstance(torch.ones(1, dtype=dtype), legacy)  # a CPU tensor is not a torch.cuda type
+        for target in (legacy, f"torch.cuda.{name}"):
+            converted = torch.ones(2).type(target)
+            assert (CUDA0, dtype) == (converted.device, converted.dtype)
+            assert f"torch.cuda.{name}" == converted.type()
+        back = from_data.type(f"torch.{name}")
+        assert (torch.device("cpu"), dtype) == (back.device, back.dtype)
+        with pytest.raises(RuntimeError, match=MISMATCH):
+            torch.ones(3, dtype=dtype) + from_data  # the bug stays a bug
+
+
+def test_model_share_memory_is_a_no_op_on_pretend_gpus_as_on_real_ones() -> None:
+    # Hogwild-style training shares a model's memory before starting processes; it once crashed with SIGSEGV
+    code = (
+        "import torch\nfrom torch import nn\nfrom ferry.sanitizer.pretend import pretend_cuda\n"
+        "with pretend_cuda():\n"
+        "    model = nn.Linear(2, 2).cuda().share_memory()\n"
+        "    cpu = nn.Linear(2, 2).share_memory()\n"
+        "    print(model.weight.device, cpu.weight.is_shared())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120)
+    assert 0 == result.returncode, result.stderr[-2000:]
+    assert "cuda:0 True" == result.stdout.strip()
+
+
+@pytest.mark.parametrize("kind", [nn.LSTM, nn.GRU, nn.RNN])
+def test_recurrent_layers_train_on_pretend_gpus(kind: type[nn.Module]) -> None:
+    with pretend_cuda():
+        torch.manual_seed(0)
+        rnn = kind(4, 8, num_layers=2, batch_first=True).cuda()
+        out, _ = rnn(torch.randn(2, 3, 4).cuda())
+        out.sum().backward()
+        assert {CUDA0} == {p.grad.device for p in rnn.parameters()}
+        with pytest.raises(RuntimeError, match=MISMATCH):
+            rnn(torch.randn(2, 3, 4))  # a CPU input to a GPU layer still raises
+
+
+def test_attention_with_dropout_and_a_causal_mask_runs_as_on_a_gpu() -> None:
+    with pretend_cuda():
+        torch.manual_seed(0)
+        q = torch.randn(2, 2, 5, 8, device="cuda", requires_grad=True)
+        out = F.scaled_dot_product_attention(q, q, q, dropout_p=0.1, is_causal=True)
+        out.sum().backward()
+        assert (CUDA0, CUDA0) == (out.device, q.grad.device)
+        layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+        encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).cuda()
+        x = torch.randn(2, 5, 8).cuda()
+        mask = nn.Transformer.generate_square_subsequent_mask(5).cuda()
+        assert CUDA0 == encoder(x, mask=mask, is_causal=True).device
+        encoder.eval()
+        with torch.no_grad():  # the fused fast path
+            assert CUDA0 == encoder(x).device
+        with pytest.raises(RuntimeError, match=MISMATCH):
+            F.scaled_dot_product_attention(q, torch.randn(2, 2, 5, 8), q)  # a CPU key is the user's bug
+        with pytest.raises(RuntimeError, match=MISMATCH):
+            encoder(x, mask=nn.Transformer.generate_square_subsequent_mask(5))  # so is a CPU mask
+
+
+@pytest.mark.parametrize("device_count", [1, 2])
+def test_data_parallel_trains_on_pretend_gpus(device_count: int) -> None:
+    with pretend_cuda(device_count=device_count):
+        torch.manual_seed(0)
+        model = nn.DataParallel(nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2)).cuda())
+        for inputs in (torch.randn(6, 4), torch.randn(6, 4).cuda()):  # DataParallel scatters CPU inputs too
+            out = model(inputs)
+            out.sum().backward()
+            assert (CUDA0, (6, 2)) == (out.device, tuple(out.shape))
+        assert {CUDA0} == {p.grad.device for p in model.parameters()}
+
+
+def test_tensor_factories_read_pretend_scalars() -> None:
+    with pretend_cuda():
+        losses = [torch.tensor(1.5).cuda(), torch.tensor(2.5).cuda()]
+        stacked = torch.tensor(losses)
+        assert (torch.device("cpu"), [1.5, 2.5]) == (stacked.device, stacked.tolist())  # as torch.tensor does
+        assert CUDA0 == torch.tensor([losses[0]], device="cuda").device
+        assert CUDA0 == torch.as_tensor([losses[0]], device="cuda").device
+        assert CUDA0 == losses[0].new_tensor([1.0, 2.0]).device
+
+
+def test_cuda_rng_state_round_trips_and_generators_work() -> None:
+    with pretend_cuda(device_count=2):
+        states = torch.cuda.get_rng_state_all()
+        assert 2 == len(states)
+        changed = torch.arange(16, dtype=torch.uint8)
+        torch.cuda.set_rng_state(changed, 1)
+        assert torch.equal(changed, torch.cuda.get_rng_state(1))
+        torch.cuda.set_rng_state_all(states)
+        assert torch.equal(states[1], torch.cuda.get_rng_state("cuda:1"))
+        generator = torch.Generator(device="cuda").manual_seed(0)
+        assert isinstance(generator, torch.Generator)
+        assert CUDA0 == torch.randn(3, device="cuda", generator=generator).device
+        assert isinstance(torch.cuda.memory_summary(), str)
+        torch.cuda.ipc_collect()
+
+
+def test_mixed_precision_fused_optimizers_and_streams_run() -> None:
+    with pretend_cuda():
+        torch.manual_seed(0)
+        model = nn.Linear(4, 2).cuda()
+        optimizer = torch.optim.Adam(model.parameters(), fused=True)
+        scaler = torch.amp.GradScaler("cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(torch.randn(3, 4, device="cuda")).float().pow(2).mean()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            x = torch.ones(2, device="cuda")
+        x.record_stream(stream)
+        assert CUDA0 == optimizer.state[model.weight]["exp_avg"].device
+
+
+def test_pretend_gpus_see_hogwild_processes() -> None:
+    # fork keeps the pretend GPUs in the child, where the shared model trains
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("needs fork")
+    code = (
+        "import torch, torch.multiprocessing as mp\nfrom torch import nn\n"
+        "from ferry.sanitizer.pretend import pretend_cuda\n"
+        "def train(model):\n"
+        "    model(torch.randn(2, 2).cuda()).sum().backward()\n"
+        "    print('child', model.weight.grad.device, flush=True)\n"
+        "if __name__ == '__main__':\n"
+        "    mp.set_start_method('fork')\n"
+        "    with pretend_cuda():\n"
+        "        model = nn.Linear(2, 2).cuda()\n"
+        "        model.share_memory()\n"
+        "        p = mp.Process(target=train, args=(model,))\n"
+        "        p.start(); p.join()\n"
+        "        print('exit', p.exitcode)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120)
+    assert ["child cuda:0", "exit 0"] == result.stdout.split("\n")[:2], result.stderr[-2000:]
+
+
+def test_everything_patched_is_restored_exactly() -> None:
+    import torch.nn.parallel.comm as comm
+
+    before = (torch.device, torch.Generator, torch.Stream, torch._C._nn._parse_to, comm.scatter, torch.cuda.FloatTensor)
+    with pretend_cuda():
+        assert is_pretend(torch.cuda.FloatTensor([1.0]))
+    assert before == (
+        torch.device,
+        torch.Generator,
+        torch.Stream,
+        torch._C._nn._parse_to,
+        comm.scatter,
+        torch.cuda.FloatTensor,
+    )
+    with pytest.raises(TypeError):
+        torch.cuda.FloatTensor([1.0])  # not available on a CPU-only build, as before
