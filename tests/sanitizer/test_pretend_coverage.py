@@ -225,3 +225,42 @@ def test_everything_patched_is_restored_exactly() -> None:
     )
     with pytest.raises(TypeError):
         torch.cuda.FloatTensor([1.0])  # not available on a CPU-only build, as before
+
+
+def test_ferrys_own_device_functions_see_the_pretend_gpus_as_torch_does(tmp_path) -> None:
+    import ferry
+
+    with pretend_cuda(device_count=2):
+        assert CUDA0 == ferry.pick_device()
+        assert CUDA1 == ferry.pick_device("cuda:1")
+        assert ["cuda", "cuda", "cpu"] == [record.type for record in ferry.describe_devices()]
+        model = nn.Linear(2, 2)
+        optimizer = torch.optim.Adam(model.parameters())
+        model(torch.randn(1, 2)).sum().backward()
+        optimizer.step()
+        ferry.place(model, "cuda:1", optimizer=optimizer)
+        assert (CUDA1, CUDA1) == (ferry.module_device(model), optimizer.state[model.weight]["exp_avg"].device)
+        batch = ferry.to_device({"x": torch.ones(2, 2)}, "cuda:1")
+        assert ferry.check_devices(model, batch["x"]).ok
+        assert not ferry.check_devices(model, torch.ones(2, 2)).ok
+        # saved as a GPU tensor is, through the host; loaded back onto a pretend GPU
+        ferry.save(model.state_dict(), tmp_path / "m.safetensors")
+        loaded = ferry.load(tmp_path / "m.safetensors", device="cuda:1")
+        assert CUDA1 == loaded["weight"].device
+        assert torch.equal(model.weight.cpu(), loaded["weight"].cpu())
+
+
+def test_the_readme_quickstart_runs_on_pretend_gpus_under_the_sanitizer(tmp_path) -> None:
+    import re
+
+    from _support import REPO
+
+    quickstart = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)[0]
+    script = tmp_path / "quickstart.py"
+    script.write_text(quickstart + "print('resumed at', start, optimizer.state[model[0].weight]['exp_avg'].device)\n")
+    command = [sys.executable, "-m", "ferry", "run", "--sanitize", "--pretend", "cuda", str(script)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300, cwd=tmp_path)
+    assert 0 == result.returncode, result.stderr[-3000:]
+    assert ["cuda:0", "True", "resumed at 0 cuda:0"] == result.stdout.split("\n")[:3], result.stderr[-3000:]
+    assert "FRY" not in result.stderr
+    assert 3 == len(list((tmp_path / "runs" / "a").glob("step-*")))

@@ -182,6 +182,11 @@ class _Encoder:
             self.open_containers.discard(id(value))
 
     def tensor(self, tensor: torch.Tensor, trail: tuple[Key, ...]) -> Json:
+        # A tensor type whose data is a plain host tensor (the sanitizer's pretend GPU) hands it over, as a tensor on
+        # a real GPU is copied to the host for writing.
+        host = getattr(type(tensor), "__ferry_host_tensor__", None)
+        if host is not None:
+            tensor = host(tensor)
         if type(tensor) not in (torch.Tensor, torch.nn.Parameter):
             raise self.fail(
                 trail,

@@ -107,6 +107,10 @@ class PretendTensor(torch.Tensor):
             return handle_torch_function(torch.Tensor.type, (self,), self, dtype, non_blocking, **kwargs)  # type: ignore[arg-type]
         return super().type(dtype, non_blocking, **kwargs)
 
+    def __ferry_host_tensor__(self) -> torch.Tensor:
+        """The CPU tensor holding the data, for ``ferry.save`` (as a GPU tensor is copied to the host to be written)."""
+        return self._elem.detach()
+
     def share_memory_(self) -> PretendTensor:
         """A no-op, as ``share_memory_`` is for a tensor on a GPU (the wrapper has no storage of its own to share)."""
         return self
