@@ -36,6 +36,9 @@ from ferry.errors import ArgumentError, SanitizerWarning
 from ferry.sanitizer._frames import SourceLine
 
 if TYPE_CHECKING:
+    import torch
+    from torch.utils.hooks import RemovableHandle
+
     from ferry.sanitizer._mode import SanitizerMode
     from ferry.sanitizer._patches import Patches
     from ferry.sanitizer._syncs import AcceleratorTest
@@ -74,10 +77,26 @@ class SanitizeReport:
     Attributes:
         findings: One :class:`Finding` per kind and line, in the order first seen.
         host_syncs: Host-device synchronisations on accelerator tensors, per line of the user's code.
+        optimizer_steps: How many times an optimizer stepped (training steps).
+        training_host_syncs: The part of ``host_syncs`` made with gradients enabled.
     """
 
     findings: list[Finding] = field(default_factory=list)
     host_syncs: Counter[SourceLine] = field(default_factory=Counter)
+    optimizer_steps: int = 0
+    training_host_syncs: Counter[SourceLine] = field(default_factory=Counter)
+
+    def host_syncs_per_step(self) -> dict[SourceLine, float]:
+        """The lines that synchronise at every training step, and how often per step (busiest first).
+
+        A training step is an ``optimizer.step()``; a line counts when its host syncs with gradients enabled are at
+        least one per step. Lines that run less often (logging every N steps) or with gradients off (evaluation
+        under ``no_grad``) are left out. Empty when no optimizer stepped (an inference script).
+        """
+        steps = self.optimizer_steps
+        if not steps:
+            return {}
+        return {where: count / steps for where, count in self.training_host_syncs.most_common() if count >= steps}
 
 
 class Sanitizer:
@@ -115,6 +134,7 @@ class Sanitizer:
         self._seen: dict[tuple[str, str, int], Finding] = {}
         self._mode: SanitizerMode | None = None
         self._patches: Patches | None = None
+        self._step_hook: RemovableHandle | None = None
 
     def __enter__(self) -> SanitizeReport:
         from ferry.sanitizer._mode import SanitizerMode
@@ -135,6 +155,9 @@ class Sanitizer:
 
         self._patches = Patches(self._mode)
         self._patches.install()
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        self._step_hook = register_optimizer_step_pre_hook(self._before_step)
         self._mode.__enter__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
         return self.report
 
@@ -150,7 +173,10 @@ class Sanitizer:
         if mode is None:
             return
         patches, self._patches = self._patches, None
+        step_hook, self._step_hook = self._step_hook, None
         try:
+            if step_hook is not None:
+                step_hook.remove()
             mode.__exit__(None, None, None)  # type: ignore[no-untyped-call]  # torch leaves it unannotated
             mode.modules.remove()
             if patches is not None:
@@ -166,10 +192,30 @@ class Sanitizer:
         if self.print_report:
             from ferry.sanitizer._syncs import print_host_syncs
 
-            print_host_syncs(self.report.host_syncs)
+            print_host_syncs(self.report)
 
     def _count_sync(self, where: SourceLine) -> None:
+        import torch
+
         self.report.host_syncs[where] += 1
+        if torch.is_grad_enabled():
+            self.report.training_host_syncs[where] += 1
+
+    def _before_step(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
+        """Before ``optimizer.step()``: count the step, and check each state tensor is on its parameter's device."""
+        from ferry.sanitizer._optimizer import misplaced_state
+
+        self.report.optimizer_steps += 1
+        message = misplaced_state(optimizer)
+        if message is None:
+            return
+        from ferry.errors import DeviceError
+        from ferry.sanitizer._frames import source_line, user_frame
+
+        frame = user_frame()
+        if frame is None:
+            return
+        self._emit("optimizer-state-device", source_line(frame), message, DeviceError(message), frame)
 
     def _emit(
         self, kind: str, where: SourceLine, message: str, error: Exception | None, frame: FrameType | None

@@ -2,19 +2,20 @@
 
 ``.item()``, ``.tolist()``, ``.numpy()``, ``.cpu()``, ``bool(t)`` (``if loss < best:``) and printing or formatting
 a tensor each wait for every queued kernel, so one per training step stalls the pipeline. They are counted per line
-of the user's code and the busiest lines printed at the end.
+of the user's code; at the end, the lines that sync at every training step (or, without an optimizer, the busiest
+lines) are printed.
 """
 
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import torch
 
-from ferry.sanitizer._frames import SourceLine
+if TYPE_CHECKING:
+    from ferry.sanitizer import SanitizeReport
 
 #: Tensor methods that copy the value to the host and so wait for the device.
 SYNC_METHODS = frozenset(
@@ -31,19 +32,41 @@ def is_accelerator(device: torch.device) -> bool:
 AcceleratorTest = Callable[[torch.device], bool]
 
 
-def print_host_syncs(counts: Counter[SourceLine], *, top: int = 10, file: TextIO | None = None) -> None:
-    """Print the ``top`` lines with the most host syncs, busiest first, as plain lines (to stderr by default)."""
+def print_host_syncs(report: SanitizeReport, *, top: int = 10, file: TextIO | None = None) -> None:
+    """Print the lines that synchronise the host with the device most, as plain lines (to stderr by default).
+
+    In a training run (an optimizer stepped), only the lines that sync at every training step are listed, with
+    their syncs per step: a line gated by a logging interval or run under ``no_grad`` (evaluation) is not a cost
+    per step, and is left out. Without optimizer steps (inference), the ``top`` busiest lines are listed.
+    """
+    out = sys.stderr if file is None else file
+    advice = (
+        "  Each one waits for the device. Keep values on the device (accumulate `total += loss.detach()`) and read "
+        "them with .item() only when logging."
+    )
+    if report.optimizer_steps:
+        per_step = report.host_syncs_per_step()
+        if not per_step:
+            return
+        total = sum(per_step.values())
+        print(
+            f"ferry sanitize: {total:g} host-device synchronisation(s) per training step on {len(per_step)} line(s) "
+            f"(over {report.optimizer_steps} optimizer step(s)):",
+            file=out,
+        )
+        for where, rate in list(per_step.items())[:top]:
+            print(f"  {rate:>8g}/step  {where}  {where.text}", file=out)
+        if len(per_step) > top:
+            print(f"  ... and {len(per_step) - top} more line(s)", file=out)
+        print(advice, file=out)
+        return
+    counts = report.host_syncs
     if not counts:
         return
-    out = sys.stderr if file is None else file
     total = sum(counts.values())
     print(f"ferry sanitize: {total} host-device synchronisation(s) on {len(counts)} line(s):", file=out)
     for where, count in counts.most_common(top):
         print(f"  {count:>8}  {where}  {where.text}", file=out)
     if len(counts) > top:
         print(f"  ... and {len(counts) - top} more line(s)", file=out)
-    print(
-        "  Each one waits for the device. Keep values on the device (accumulate `total += loss.detach()`) and read "
-        "them with .item() only when logging.",
-        file=out,
-    )
+    print(advice, file=out)

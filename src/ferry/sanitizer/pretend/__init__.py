@@ -26,7 +26,10 @@ How it works:
       ``torch.set_default_device`` or ``with torch.device("cuda"):``), ``Tensor.to``, ``Tensor.cuda``,
       ``Tensor.cpu`` and ``Tensor.data = ...``. Moves are differentiable copies. ``Module.to``, ``Module.cuda``
       and ``Module.cpu`` go through ``Tensor.to`` and, as on a GPU, replace each parameter by a new
-      ``nn.Parameter`` when it moves between cpu and cuda, and keep it (``param.data = moved``) between GPUs.
+      ``nn.Parameter`` when it moves between cpu and cuda (a GPU keeps the object; a CPU tensor cannot become a
+      pretend one), and keep it (``param.data = moved``) between GPUs. Before each ``optimizer.step()`` an
+      optimizer built before the move has its parameters, and their state, swapped for the new ones, so it steps
+      the module's parameters as on a GPU (its state stays where it was made, as on a GPU).
     * ``torch.cuda`` and ``torch.accelerator`` functions are replaced for the duration (see
       :data:`PATCHED_CUDA_FUNCTIONS` and :data:`PATCHED_ACCELERATOR_FUNCTIONS`), as are the legacy types
       (``torch.cuda.FloatTensor``...), ``torch.device`` (so ``torch.device(0)`` and ``Module.to(0)`` mean
@@ -66,6 +69,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -735,6 +739,54 @@ PATCHED_ACCELERATOR_FUNCTIONS: tuple[str, ...] = tuple(_accelerator_functions(_S
 """The ``torch.accelerator`` attributes replaced inside :func:`pretend_cuda` (restored on exit)."""
 
 
+class _Successors:
+    """Which parameter replaced which when a module moved between ``cpu`` and a pretend GPU.
+
+    On a GPU, ``module.cuda()`` keeps each ``nn.Parameter`` object (``param.data = moved``), so an optimizer built
+    before the move still steps the module's parameters, and its state stays where it was made. A pretend tensor
+    cannot share a CPU parameter's C++ object, so the move makes new parameters; this records them, and before each
+    ``optimizer.step()`` the optimizer's parameters (and their state) are swapped for their successors, as if the
+    objects had been kept.
+    """
+
+    def __init__(self) -> None:
+        self._next: dict[int, tuple[weakref.ref[torch.Tensor], torch.Tensor]] = {}
+
+    def tracking(self, apply: Callable[..., Any]) -> Callable[..., Any]:
+        """``nn.Module._apply`` that records each parameter it replaces."""
+        successors = self
+
+        def _apply(module: torch.nn.Module, fn: Any, recurse: bool = True) -> Any:
+            before = [(m, k, p) for m in module.modules() for k, p in m._parameters.items() if p is not None]
+            result = apply(module, fn, recurse)
+            for owner, key, old in before:
+                new = owner._parameters.get(key)
+                if new is not None and new is not old:
+                    successors._next[id(old)] = (weakref.ref(old), new)
+            return result
+
+        return _apply
+
+    def latest(self, param: torch.Tensor) -> torch.Tensor:
+        """The parameter that now stands where ``param`` stood (``param`` itself if it never moved)."""
+        while True:
+            entry = self._next.get(id(param))
+            if entry is None or entry[0]() is not param:
+                return param
+            param = entry[1]
+
+    def before_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        """Swap ``optimizer``'s moved parameters for their successors, state included (state stays on its device)."""
+        for group in optimizer.param_groups:
+            params = group["params"]
+            for index, param in enumerate(params):
+                new = self.latest(param)
+                if new is not param:
+                    params[index] = new
+                    if param in optimizer.state:
+                        optimizer.state[new] = optimizer.state.pop(param)
+
+
 def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Callable[..., Any]:
     """``torch.load`` whose ``map_location="cuda[:i]"`` (a string or ``torch.device``) lands on pretend GPUs.
 
@@ -791,6 +843,7 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
     import torch.nn.parallel._functions
     import torch.nn.parallel.comm
     import torch.nn.parallel.data_parallel
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
 
     patches: list[tuple[Any, str, Any]] = [
         *((torch.cuda, name, value) for name, value in _cuda_functions(state).items()),
@@ -811,11 +864,15 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
         (sys.modules["torch.nn.parallel._functions"], "_streams", None),  # sized by the device count: new GPUs
         (torch.backends.cudnn, "is_acceptable", lambda tensor: False),  # no cuDNN here, and no warning about it
     ]
+    successors = _Successors()
+    patches.append((torch.nn.Module, "_apply", successors.tracking(torch.nn.Module._apply)))
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     default_device = torch.utils._device.CURRENT_DEVICE
+    step_hook = None
     try:
         for owner, name, replacement in patches:
             setattr(owner, name, replacement)
+        step_hook = register_optimizer_step_pre_hook(successors.before_step)
         with _PretendMode(state):
             try:
                 yield
@@ -823,5 +880,7 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
                 if torch.utils._device.CURRENT_DEVICE != default_device:
                     torch.set_default_device(default_device)
     finally:
+        if step_hook is not None:
+            step_hook.remove()
         for owner, name, original in reversed(saved):
             setattr(owner, name, original)

@@ -1,0 +1,98 @@
+"""What the sanitizer checks at each training step: optimizer state beside its parameters, and host syncs per step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import ferry
+
+
+def _train_step(model: nn.Module, optimizer: torch.optim.Optimizer, device: str) -> torch.Tensor:
+    loss = model(torch.randn(4, 3, device=device)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    return loss
+
+
+@pytest.mark.parametrize("kind", ["adam stepped on the cpu", "adagrad built before the move", "loaded before the move"])
+def test_optimizer_state_left_behind_by_a_move_is_reported_at_the_step(kind: str) -> None:
+    with ferry.sanitize(pretend="cuda") as report:
+        torch.manual_seed(0)
+        model = nn.Linear(3, 2)
+        if kind == "adagrad built before the move":
+            optimizer: torch.optim.Optimizer = torch.optim.Adagrad(model.parameters())
+        else:
+            optimizer = torch.optim.Adam(model.parameters())
+            _train_step(model, optimizer, "cpu")
+            optimizer.step()
+            if kind == "loaded before the move":
+                saved = optimizer.state_dict()
+                optimizer = torch.optim.Adam(model.parameters())
+                optimizer.load_state_dict(saved)
+        model.cuda()
+        _train_step(model, optimizer, "cuda")
+        with pytest.raises(ferry.DeviceError) as caught:
+            optimizer.step()  # the reported line
+    line = next(
+        n
+        for n, text in enumerate(Path(__file__).read_text().splitlines(), 1)
+        if text.rstrip().endswith("# the reported line")
+    )
+    message = str(caught.value)
+    assert "is on cpu, but the parameter is on cuda:0" in message
+    assert "ferry.place(model, 'cuda:0', optimizer=optimizer)" in message
+    assert [("optimizer-state-device", __file__, line)] == [
+        (f.kind, f.where.file, f.where.line) for f in report.findings
+    ]
+
+
+def test_optimizer_state_moved_with_the_model_is_fine() -> None:
+    with ferry.sanitize(pretend="cuda") as report:
+        model = nn.Linear(3, 2)
+        optimizer = torch.optim.Adam(model.parameters())
+        _train_step(model, optimizer, "cpu")
+        optimizer.step()
+        ferry.place(model, "cuda", optimizer=optimizer)
+        for _ in range(2):
+            _train_step(model, optimizer, "cuda")
+            optimizer.step()
+    assert [] == report.findings
+    assert 3 == report.optimizer_steps
+
+
+def test_host_syncs_are_summarised_per_training_step_leaving_out_logging_and_evaluation(capsys) -> None:
+    with ferry.sanitize(pretend="cuda") as report:
+        model = nn.Linear(3, 2).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        total = 0.0
+        for step in range(1, 21):
+            loss = _train_step(model, optimizer, "cuda")
+            optimizer.step()
+            total += loss.item()  # every step: the one line to report
+            if step % 5 == 0:
+                print(f"step {step}: {loss.item():.3f}")  # a logging line: not every step
+        with torch.no_grad():
+            for _ in range(40):  # evaluation, more batches than training steps
+                model(torch.randn(4, 3, device="cuda")).sum().item()
+    first = test_host_syncs_are_summarised_per_training_step_leaving_out_logging_and_evaluation.__code__.co_firstlineno
+    assert {first + 8: 1.0} == {where.line: rate for where, rate in report.host_syncs_per_step().items()}
+    err = capsys.readouterr().err
+    assert "1 host-device synchronisation(s) per training step on 1 line(s) (over 20 optimizer step(s))" in err
+    assert "total += loss.item()" in err
+    assert "print(f" not in err
+    assert ".sum().item()" not in err
+
+
+def test_an_inference_script_lists_its_busiest_sync_lines(capsys) -> None:
+    with ferry.sanitize(pretend="cuda") as report:
+        model = nn.Linear(3, 2).cuda()
+        with torch.no_grad():
+            for _ in range(3):
+                model(torch.randn(4, 3, device="cuda")).argmax(1).tolist()
+    assert 0 == report.optimizer_steps
+    assert [3] == list(report.host_syncs.values())
+    assert "3 host-device synchronisation(s) on 1 line(s)" in capsys.readouterr().err
