@@ -217,8 +217,27 @@ def test_pretend_cuda_mismatch_is_reported_with_the_fix():
     assert caught.value.mismatches == [("x", "cpu")]
     assert caught.value.expected == "cuda:0"
     assert caught.value.module_path == "layers.0.attn"
-    assert caught.value.fix == "x = x.to('cuda:0')"
+    # x was passed to the model on the CPU: the caller's line is reported and fixed, not the op deep inside forward
+    line = test_pretend_cuda_mismatch_is_reported_with_the_fix.__code__.co_firstlineno + 7
+    assert caught.value.location == f"{__file__}:{line}"
+    assert caught.value.fix == f"x = x.to('cuda:0')  # before model(x) at {__file__}:{line}"
     assert not torch.cuda.is_available()  # restored on exit
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_a_loss_modules_cpu_weight_is_the_tensor_to_move_not_the_logits():
+    with ferry.sanitize(pretend="cuda"):
+        logits = torch.randn(5, 3, device="cuda")
+        labels = torch.randint(0, 3, (5,), device="cuda")
+        criterion = nn.CrossEntropyLoss(weight=torch.tensor([1.0, 2.0, 3.0]))
+        with pytest.raises(ferry.DeviceMismatchError) as caught:
+            criterion(logits, labels)
+    assert caught.value.expected == "cuda:0"
+    assert caught.value.mismatches == [("weight", "cpu")]
+    assert (
+        caught.value.fix
+        == "criterion.to(logits.device)  # weight is a parameter or buffer of it: move the whole module"
+    )
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")

@@ -207,6 +207,9 @@ class SanitizerMode(TorchFunctionMode):
             user_names.get(id(t)) or self.modules.tensor_name(t) or label for label, t in labelled
         ]  # the user's variable, else the module's parameter name, else the argument's position
         expected = self._expected_device({t.device for _, t in labelled_checked})
+        passed = self._passed_on_the_wrong_device(labelled, expected)
+        if passed is not None:  # an input the caller never moved: the caller's line is the one to fix
+            where, frame = passed, None
         mismatches = [
             (name, str(t.device))
             for name, (_, t) in zip(names, labelled, strict=True)
@@ -217,6 +220,8 @@ class SanitizerMode(TorchFunctionMode):
             for name, (_, t) in zip(names, labelled, strict=True)
         ]
         fix = self._fix(names, labelled, expected, user_names)
+        if passed is not None:
+            fix = self._fix_input(labelled, expected)
         module_path = self.modules.path()
         op = _op(func)
         in_module = (
@@ -283,10 +288,37 @@ class SanitizerMode(TorchFunctionMode):
         return None
 
     def _expected_device(self, devices: set[torch.device]) -> torch.device:
+        """The device a mismatch should have been on: the running module's, unless it is the CPU beside an accelerator.
+
+        A program that uses an accelerator means its tensors to be there: a loss module's CPU ``weight`` is the one
+        left behind, not the logits.
+        """
         own = self.modules.parameter_device()
-        if own is not None and own in devices:
+        if own is not None and own in devices and own.type != "cpu":
             return own
-        return next((d for d in sorted(devices, key=str) if d.type != "cpu"), next(iter(devices)))
+        return next(
+            (d for d in sorted(devices, key=str) if d.type != "cpu"), own if own in devices else min(devices, key=str)
+        )
+
+    def _passed_on_the_wrong_device(
+        self, labelled: list[tuple[str, Tensor]], expected: torch.device
+    ) -> SourceLine | None:
+        """The caller's line when an off-device tensor here is one the caller passed to the outermost module."""
+        stack = self.modules
+        if stack.root_call is None or not stack.root_inputs:
+            return None
+        for _, t in labelled:
+            if t.device != expected and not (t.device.type == "cpu" and t.dim() == 0) and id(t) in stack.root_inputs:
+                return stack.root_call
+        return None
+
+    def _fix_input(self, labelled: list[tuple[str, Tensor]], expected: torch.device) -> str:
+        stack = self.modules
+        name = next(
+            stack.root_inputs[id(t)] for _, t in labelled if id(t) in stack.root_inputs and t.device != expected
+        )
+        call = f"{stack.root_name or 'model'}({name})"
+        return f"{name} = {name}.to({str(expected)!r})  # before {call} at {stack.root_call}"
 
     def _fix(
         self,
@@ -300,10 +332,12 @@ class SanitizerMode(TorchFunctionMode):
         for name, (_, t) in zip(names, labelled, strict=True):
             if t.device == expected or (t.device.type == "cpu" and t.dim() == 0):
                 continue
+            own = self.modules.tensor_name(t)
+            if own is not None:  # a parameter or buffer (a loss's weight): moving a variable would not move it
+                module = self.modules.root_name or "model"
+                return f"{module}.to({to})  # {own} is a parameter or buffer of it: move the whole module"
             if id(t) in user_names:
                 return f"{name} = {name}.to({to})"
-            if self.modules.tensor_name(t) == name:
-                return f"model.to({to})  # {name} is a parameter or buffer: move the whole module"
             return f"tensor = tensor.to({to})  # {name}"
         return f"tensor = tensor.to({to})"  # pragma: no cover - a mismatch always has one tensor off ``expected``
 

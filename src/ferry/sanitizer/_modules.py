@@ -14,6 +14,8 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from ferry.sanitizer._frames import SourceLine, source_line, user_frame
+
 
 class ModuleStack:
     """The modules whose forward is running, outermost first, while :meth:`install` hooks are in place."""
@@ -24,6 +26,11 @@ class ModuleStack:
         on_root_output: Callable[[nn.Module, Any], None] | None = None,
     ) -> None:
         self.stack: list[nn.Module] = []
+        #: the call of the outermost module: its line in the user's code, the variable name of each tensor passed to
+        #: it (``id -> name``) and of the module itself; a mismatch on one of those inputs is the caller's bug
+        self.root_call: SourceLine | None = None
+        self.root_inputs: dict[int, str] = {}
+        self.root_name: str | None = None
         #: called when a forward starts, and when one returns, with no other module's forward running around it
         self.on_root_forward = on_root_forward
         self.on_root_output = on_root_output
@@ -45,9 +52,23 @@ class ModuleStack:
         self.stack.clear()
 
     def _push(self, module: nn.Module, args: Any) -> None:
-        if not self.stack and self.on_root_forward is not None:
-            self.on_root_forward(module)
+        if not self.stack:
+            self._remember_root_call(module, args)
+            if self.on_root_forward is not None:
+                self.on_root_forward(module)
         self.stack.append(module)
+
+    def _remember_root_call(self, module: nn.Module, args: Any) -> None:
+        frame = user_frame()
+        if frame is None:
+            self.root_call, self.root_inputs, self.root_name = None, {}, None
+            return
+        local = frame.f_locals
+        names = {id(value): name for name, value in reversed(local.items()) if isinstance(value, torch.Tensor)}
+        passed = args if isinstance(args, tuple) else (args,)
+        self.root_call = source_line(frame)
+        self.root_inputs = {id(a): names[id(a)] for a in passed if isinstance(a, torch.Tensor) and id(a) in names}
+        self.root_name = next((name for name, value in local.items() if value is module), None)
 
     def _pop(self, module: nn.Module, args: Any, output: Any) -> None:
         stack = self.stack
