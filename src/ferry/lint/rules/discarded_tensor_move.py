@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.kinds import SCOPES
 from ferry.lint.model import Edit, Finding, Fix, Rule
+from ferry.lint.rules._io import device_variable
 
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type", "contiguous", "pin_memory"})
 
@@ -50,48 +51,128 @@ SHOWN_CALL = 60
 def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield each statement that moves or converts a tensor and drops the result."""
     for stmt in ctx.nodes(ast.Expr):
-        call = stmt.value
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in MOVES):
-            continue
-        if call.func.attr == "type" and not (call.args or call.keywords):
-            continue  # `t.type()` returns the type name: nothing to keep
-        receiver = call.func.value
-        kind = ctx.kind(receiver)
-        if kind is None or not kind.is_tensor:
-            continue
-        name = dotted(receiver)
-        method = call.func.attr
-        shown = name or "tensor"
-        text = ctx.segment(call)
-        shown_call = (
-            text if "\n" not in text and "\r" not in text and len(text) <= SHOWN_CALL else f"{shown}.{method}(...)"
-        )
-        message = f"result of `{shown_call}` is discarded: tensors are not moved or converted in place; "
-        loop = _loop_over(ctx, stmt, name) if isinstance(receiver, ast.Name) else None
-        if loop is not None:
-            yield Finding(call, message=message + _rebuild_advice(ctx, loop, text, shown_call), fix=None)
-            continue
-        yield Finding(
-            call,
-            message=message + f"assign it: `{shown} = {shown_call}`",
-            fix=_assign_fix(ctx, stmt, call, receiver, name, method),
-        )
+        value = stmt.value
+        if isinstance(value, ast.Tuple):  # `data.to(device), target.to(device)`: every move of the tuple is lost
+            moves = [call for call in value.elts if _is_tensor_move(ctx, call)]
+            fix = _tuple_fix(ctx, stmt, value) if moves and len(moves) == len(value.elts) else None
+            for call in moves:
+                assert isinstance(call, ast.Call)
+                yield _finding(ctx, stmt, call, fix, in_tuple=True)
+        elif _is_tensor_move(ctx, value):
+            assert isinstance(value, ast.Call)
+            yield _finding(ctx, stmt, value, None, in_tuple=False)
+
+
+def _is_tensor_move(ctx: FileContext, call: ast.expr) -> bool:
+    """``<tensor>.to(...)`` and the other moves and conversions, on a receiver known to be a tensor."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in MOVES):
+        return False
+    if call.func.attr == "type" and not (call.args or call.keywords):
+        return False  # `t.type()` returns the type name: nothing to keep
+    kind = ctx.kind(call.func.value)
+    return kind is not None and kind.is_tensor
+
+
+def _finding(ctx: FileContext, stmt: ast.Expr, call: ast.Call, tuple_fix: Fix | None, *, in_tuple: bool) -> Finding:
+    assert isinstance(call.func, ast.Attribute)
+    receiver = call.func.value
+    target = _target(ctx, receiver)
+    method = call.func.attr
+    shown = target or "tensor"
+    text = ctx.segment(call)
+    shown_call = text if "\n" not in text and "\r" not in text and len(text) <= SHOWN_CALL else f"{shown}.{method}(...)"
+    kept = _kept_call(ctx, call, target, method)
+    message = f"result of `{shown_call}` is discarded: tensors are not moved or converted in place; "
+    if in_tuple:
+        targets = ", ".join(_target(ctx, c.func.value) or "tensor" for c in _calls(stmt))  # type: ignore[attr-defined]
+        return Finding(call, message=message + f"assign them: `{targets} = {ctx.segment(stmt.value)}`", fix=tuple_fix)
+    name = dotted(receiver)
+    loop = _loop_over(ctx, stmt, name) if isinstance(receiver, ast.Name) else None
+    if loop is not None and not _used_after(stmt, loop, receiver.id):  # type: ignore[attr-defined]
+        # the loop only moves each item: the container's items were meant to move
+        return Finding(call, message=message + _rebuild_advice(ctx, loop, text, shown_call), fix=None)
+    return Finding(
+        call,
+        message=message + f"assign it: `{shown} = {kept if len(kept) <= SHOWN_CALL else shown_call}`",
+        fix=_assign_fix(ctx, stmt, call, receiver, target, kept),
+    )
+
+
+def _calls(stmt: ast.Expr) -> list[ast.Call]:
+    assert isinstance(stmt.value, ast.Tuple)
+    return [c for c in stmt.value.elts if isinstance(c, ast.Call)]
+
+
+def _target(ctx: FileContext, receiver: ast.expr) -> str | None:
+    """The text to assign to: a name, an attribute (``self.x``) or an item (``batch[k]``), on one line."""
+    if not isinstance(receiver, ast.Name | ast.Attribute | ast.Subscript):
+        return None
+    text = ctx.segment(receiver)
+    if "\n" in text or "(" in text.split("[", 1)[0]:
+        return None
+    return text
+
+
+def _kept_call(ctx: FileContext, call: ast.Call, target: str | None, method: str) -> str:
+    """The call to keep: a bare ``.cuda()`` becomes ``.to(device)`` where a device variable is in scope."""
+    text = ctx.segment(call)
+    if method == "cuda" and not call.args and not call.keywords and target is not None:
+        device = device_variable(ctx, call)
+        if device is not None:
+            return f"{target}.to({device})"
+    return text
+
+
+def _used_after(stmt: ast.stmt, loop: ast.For | ast.AsyncFor, name: str) -> bool:
+    """Whether the loop's body reads ``name`` after ``stmt`` (then assigning the loop variable is the fix)."""
+    end = (stmt.end_lineno or stmt.lineno, stmt.end_col_offset or 0)
+    for body_stmt in loop.body:
+        for node in ast.walk(body_stmt):
+            if (
+                isinstance(node, ast.Name)
+                and node.id == name
+                and isinstance(node.ctx, ast.Load)
+                and (node.lineno, node.col_offset) > end
+            ):
+                return True
+    return False
 
 
 def _assign_fix(
-    ctx: FileContext, stmt: ast.Expr, call: ast.Call, receiver: ast.expr, name: str | None, method: str
+    ctx: FileContext, stmt: ast.Expr, call: ast.Call, receiver: ast.expr, target: str | None, kept: str
 ) -> Fix | None:
     """``x = x.to(...)`` when that is safe: one line, it parses, and assigning does not make ``x`` a new local."""
-    if name is None or "(" in name or stmt.lineno != stmt.end_lineno:
+    if target is None or stmt.lineno != stmt.end_lineno:
         return None
     if isinstance(receiver, ast.Name) and not _bound_here(ctx, stmt, receiver.id):
         return None
-    replacement = f"{name} = {ctx.segment(call)}"
+    replacement = f"{target} = {kept}"
     try:
         ast.parse(replacement)
     except (SyntaxError, ValueError):
         return None
-    return Fix(f"Assign the result: `{name} = {name}.{method}(...)`", (Edit.replace(stmt, replacement),))
+    return Fix(f"Assign the result: `{replacement}`", (Edit.replace(stmt, replacement),))
+
+
+def _tuple_fix(ctx: FileContext, stmt: ast.Expr, value: ast.Tuple) -> Fix | None:
+    """``data, target = data.to(device), target.to(device)`` for a tuple statement of moves."""
+    if stmt.lineno != stmt.end_lineno:
+        return None
+    targets: list[str] = []
+    for call in value.elts:
+        assert isinstance(call, ast.Call)
+        assert isinstance(call.func, ast.Attribute)
+        receiver = call.func.value
+        target = _target(ctx, receiver)
+        if target is None or (isinstance(receiver, ast.Name) and not _bound_here(ctx, stmt, receiver.id)):
+            return None
+        targets.append(target)
+    replacement = f"{', '.join(targets)} = {ctx.segment(value)}"
+    try:
+        ast.parse(replacement)
+    except (SyntaxError, ValueError):
+        return None
+    return Fix(f"Assign the results: `{replacement}`", (Edit.replace(stmt, replacement),))
 
 
 def _bound_here(ctx: FileContext, stmt: ast.stmt, name: str) -> bool:
