@@ -167,7 +167,7 @@ def gpu_check_env() -> dict[str, str]:
 
 def test_gpu_check_allow_cpu_writes_its_files(tmp_path: Path) -> None:
     out = tmp_path / "gpu-results"
-    proc = run_script(["bash", str(GPU_CHECK), "--allow-cpu", str(out)], timeout=180, env=gpu_check_env())
+    proc = run_script(["bash", str(GPU_CHECK), "--allow-cpu", str(out)], timeout=480, env=gpu_check_env())
 
     assert 0 == proc.returncode, proc.stdout + proc.stderr
     assert GPU_CHECK_FILES == sorted(p.name for p in out.iterdir())

@@ -276,22 +276,34 @@ def test_training_step_on_pretend_gpu_matches_the_cpu_bitwise(
         assert torch.equal(want.detach(), real_tensor(got))
 
 
-def test_model_moves_replace_parameters_as_on_a_gpu() -> None:
-    # cpu <-> cuda makes new Parameters (the tensor types differ); cuda:0 -> cuda:1 keeps them (param.data = ...)
+def test_model_moves_keep_the_parameter_objects_as_on_a_gpu() -> None:
+    # a GPU keeps each Parameter (param.data = moved): optimizers, tied weights and hooks still see the module's
     model = _model()
+    model[2].weight = nn.Parameter(torch.randn(3, 8))
+    tied = nn.Linear(8, 3, bias=False)
+    tied.weight = model[2].weight
     on_cpu = model[0].weight
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)  # tied's weight is one of them
     with pretend_cuda(device_count=2):
         model.cuda()
-        on_gpu = model[0].weight
+        tied.cuda()
+        assert (True, CUDA0, True) == (model[0].weight is on_cpu, on_cpu.device, tied.weight is model[2].weight)
         model.to("cuda:1")
-        assert (CUDA1, CUDA1) == (on_gpu.device, model(torch.ones(4, device="cuda:1")).device)
+        tied.to("cuda:1")
+        assert (CUDA1, CUDA1) == (on_cpu.device, model(torch.ones(4, device="cuda:1")).device)
+        model(torch.ones(2, 4, device="cuda:1")).sum().backward()
+        optimizer.step()  # the optimizer built before the moves steps the moved parameters
+        assert CUDA1 == on_cpu.grad.device
         with pytest.raises(RuntimeError, match="cuda:1 and cpu"):
             model(torch.ones(4))
         with pytest.raises(RuntimeError, match="incompatible tensor type"):
-            on_cpu.data = on_gpu
+            torch.ones(8, 4).data = on_cpu
         model.cpu()
-    assert (False, True) == (on_gpu is on_cpu, model[0].weight is not on_gpu)
-    assert (nn.Parameter, torch.device("cpu")) == (type(model[0].weight), model[0].weight.device)
+    assert (True, nn.Parameter, torch.device("cpu")) == (
+        model[0].weight is on_cpu,
+        type(model[0].weight),
+        model[0].weight.device,
+    )
 
 
 def test_gradient_of_a_move_flows_back_to_the_cpu_leaf() -> None:

@@ -264,3 +264,27 @@ def test_the_readme_quickstart_runs_on_pretend_gpus_under_the_sanitizer(tmp_path
     assert ["cuda:0", "True", "resumed at 0 cuda:0"] == result.stdout.split("\n")[:3], result.stderr[-3000:]
     assert "FRY" not in result.stderr
     assert 3 == len(list((tmp_path / "runs" / "a").glob("step-*")))
+
+
+def test_pinned_loader_with_workers_formatting_and_state_dict_loading_run_as_on_a_gpu() -> None:
+    from torch.utils.data import DataLoader, TensorDataset
+
+    with pretend_cuda():
+        loader = DataLoader(
+            TensorDataset(torch.randn(8, 3), torch.arange(8)), batch_size=4, num_workers=1, pin_memory=True
+        )
+        for x, _ in loader:  # the DataLoader pins on a thread of its own
+            assert CUDA0 == x.to("cuda", non_blocking=True).device
+        accuracy = torch.tensor([75.0], device="cuda")[0]
+        assert ("75.00", "75.0") == (f"{accuracy:.2f}", f"{accuracy}")  # as ImageNet's AverageMeter prints
+    with ferry_sanitize(pretend="cuda") as report:
+        model = nn.Linear(2, 2).cuda()
+        model.load_state_dict({k: v.detach().cpu() for k, v in model.state_dict().items()})
+        assert CUDA0 == model.weight.device
+    assert [] == report.findings
+
+
+def ferry_sanitize(**kwargs: object):  # type: ignore[no-untyped-def]
+    import ferry
+
+    return ferry.sanitize(**kwargs)  # type: ignore[arg-type]

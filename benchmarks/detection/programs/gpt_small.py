@@ -7,7 +7,7 @@ the CPU, ``GradScaler`` enabled only for float16, batches from a uint16 ``np.mem
 CUDA, ``estimate_loss`` under ``@torch.no_grad()`` with ``model.eval()``/``model.train()``, a checkpoint dict saved
 with ``torch.save``, generation with ``torch.multinomial`` from a prompt made on the device). Shrunk: random tokens
 written to a temporary folder instead of a prepared dataset, a 2-layer 32-wide model with a block size of 16,
-12 iterations, no DDP, no ``torch.compile`` (``compile = False``), float32 on the CPU instead of float16.
+8 iterations, no DDP, no ``torch.compile`` (``compile = False``), float32 on the CPU instead of float16.
 """
 
 import inspect
@@ -226,14 +226,14 @@ n_embd = 32
 dropout = 0.0
 bias = False
 learning_rate = 1e-3
-max_iters = 12
+max_iters = 8
 weight_decay = 1e-1
 beta1 = 0.9
 beta2 = 0.95
 grad_clip = 1.0
 decay_lr = True
 warmup_iters = 2
-lr_decay_iters = 12
+lr_decay_iters = 8
 min_lr = 1e-4
 device = "cuda" if torch.cuda.is_available() else "cpu"
 if device == "cpu":

@@ -33,7 +33,10 @@ Tensor = torch.Tensor
 MIXING_ALLOWED = frozenset(
     getattr(Tensor, name)
     for name in "to copy_ type_as __getitem__ __setitem__ set_ new_tensor expand_as view_as reshape_as".split()
-) | {torch._has_compatible_shallow_copy_type}  # Module.to asks it before swapping a parameter's data
+) | {
+    torch._has_compatible_shallow_copy_type,  # Module.to asks it before swapping a parameter's data
+    Tensor.module_load,  # load_state_dict's copy into a parameter when parameters are swapped, not copied into
+}
 #: Factory functions that build a tensor on the CPU unless given ``device=``.
 FACTORIES = frozenset(
     getattr(torch, name)

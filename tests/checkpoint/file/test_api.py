@@ -815,6 +815,7 @@ WRITER = textwrap.dedent(
     while True:
         i += 1
         ferry.save({"w": torch.full((size,), float(i)), "v": torch.full((size // 3,), -float(i)), "i": i}, path)
+        print("saved", i, flush=True)
     """
 )
 
@@ -825,12 +826,16 @@ def test_killed_writer_leaves_old_or_new_complete_file(tmp_path: Path) -> None:
     size = 4_000_000  # 16 MB of float32 per save
     save({"w": torch.full((size,), 0.0), "v": torch.full((size // 3,), -0.0), "i": 0}, path)
     seen = set()
-    for delay in (0.05, 0.2, 0.35, 0.5, 0.8):
+    # killed at moments spread over a save, after a number of completed saves (counted, so a slow machine does not
+    # turn the test into "killed before the first save")
+    for saves, delay in ((0, 0.05), (1, 0.0), (1, 0.1), (2, 0.02), (2, 0.2)):
         writer = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(path), str(size)], stdout=subprocess.PIPE, text=True
         )
         assert writer.stdout is not None
         assert writer.stdout.readline() == "ready\n"
+        for _ in range(saves):
+            assert writer.stdout.readline().startswith("saved")
         time.sleep(delay)
         writer.send_signal(signal.SIGKILL)
         writer.wait()

@@ -25,11 +25,11 @@ How it works:
       (``torch.zeros(3, device="cuda")``, ``*_like``, ``torch.tensor``, the default device set by
       ``torch.set_default_device`` or ``with torch.device("cuda"):``), ``Tensor.to``, ``Tensor.cuda``,
       ``Tensor.cpu`` and ``Tensor.data = ...``. Moves are differentiable copies. ``Module.to``, ``Module.cuda``
-      and ``Module.cpu`` go through ``Tensor.to`` and, as on a GPU, replace each parameter by a new
-      ``nn.Parameter`` when it moves between cpu and cuda (a GPU keeps the object; a CPU tensor cannot become a
-      pretend one), and keep it (``param.data = moved``) between GPUs. Before each ``optimizer.step()`` an
-      optimizer built before the move has its parameters, and their state, swapped for the new ones, so it steps
-      the module's parameters as on a GPU (its state stays where it was made, as on a GPU).
+      and ``Module.cpu`` go through ``Tensor.to`` and keep each ``nn.Parameter`` object, as a GPU does: the
+      parameter's contents are swapped with its moved copy
+      (``torch.utils.swap_tensors``, PyTorch's ``swap_module_params_on_conversion``, for ``Module._apply`` only), so
+      optimizers built before the move, tied weights and hooks keep seeing the module's parameters (optimizer
+      state stays where it was made).
     * ``torch.cuda`` and ``torch.accelerator`` functions are replaced for the duration (see
       :data:`PATCHED_CUDA_FUNCTIONS` and :data:`PATCHED_ACCELERATOR_FUNCTIONS`), as are the legacy types
       (``torch.cuda.FloatTensor``...), ``torch.device`` (so ``torch.device(0)`` and ``Module.to(0)`` mean
@@ -69,7 +69,6 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
-import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -739,52 +738,23 @@ PATCHED_ACCELERATOR_FUNCTIONS: tuple[str, ...] = tuple(_accelerator_functions(_S
 """The ``torch.accelerator`` attributes replaced inside :func:`pretend_cuda` (restored on exit)."""
 
 
-class _Successors:
-    """Which parameter replaced which when a module moved between ``cpu`` and a pretend GPU.
+def _swapping(apply: Callable[..., Any]) -> Callable[..., Any]:
+    """``nn.Module._apply`` (``Module.to``/``cuda``/``cpu``/``half``...) that keeps each ``nn.Parameter`` object.
 
-    On a GPU, ``module.cuda()`` keeps each ``nn.Parameter`` object (``param.data = moved``), so an optimizer built
-    before the move still steps the module's parameters, and its state stays where it was made. A pretend tensor
-    cannot share a CPU parameter's C++ object, so the move makes new parameters; this records them, and before each
-    ``optimizer.step()`` the optimizer's parameters (and their state) are swapped for their successors, as if the
-    objects had been kept.
+    It swaps the parameter's contents with its moved copy (``torch.utils.swap_tensors``, PyTorch's own
+    ``swap_module_params_on_conversion``, on for this call only), as a GPU keeps the object with ``param.data =
+    moved``: optimizers built before the move, tied weights and hooks keep seeing the module's parameters.
     """
 
-    def __init__(self) -> None:
-        self._next: dict[int, tuple[weakref.ref[torch.Tensor], torch.Tensor]] = {}
+    def _apply(module: torch.nn.Module, fn: Any, recurse: bool = True) -> Any:
+        swapping = torch.__future__.get_swap_module_params_on_conversion()
+        torch.__future__.set_swap_module_params_on_conversion(True)
+        try:
+            return apply(module, fn, recurse)
+        finally:
+            torch.__future__.set_swap_module_params_on_conversion(swapping)
 
-    def tracking(self, apply: Callable[..., Any]) -> Callable[..., Any]:
-        """``nn.Module._apply`` that records each parameter it replaces."""
-        successors = self
-
-        def _apply(module: torch.nn.Module, fn: Any, recurse: bool = True) -> Any:
-            before = [(m, k, p) for m in module.modules() for k, p in m._parameters.items() if p is not None]
-            result = apply(module, fn, recurse)
-            for owner, key, old in before:
-                new = owner._parameters.get(key)
-                if new is not None and new is not old:
-                    successors._next[id(old)] = (weakref.ref(old), new)
-            return result
-
-        return _apply
-
-    def latest(self, param: torch.Tensor) -> torch.Tensor:
-        """The parameter that now stands where ``param`` stood (``param`` itself if it never moved)."""
-        while True:
-            entry = self._next.get(id(param))
-            if entry is None or entry[0]() is not param:
-                return param
-            param = entry[1]
-
-    def before_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        """Swap ``optimizer``'s moved parameters for their successors, state included (state stays on its device)."""
-        for group in optimizer.param_groups:
-            params = group["params"]
-            for index, param in enumerate(params):
-                new = self.latest(param)
-                if new is not param:
-                    params[index] = new
-                    if param in optimizer.state:
-                        optimizer.state[new] = optimizer.state.pop(param)
+    return _apply
 
 
 def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Callable[..., Any]:
@@ -843,7 +813,7 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
     import torch.nn.parallel._functions
     import torch.nn.parallel.comm
     import torch.nn.parallel.data_parallel
-    from torch.optim.optimizer import register_optimizer_step_pre_hook
+    import torch.utils.data._utils.pin_memory
 
     patches: list[tuple[Any, str, Any]] = [
         *((torch.cuda, name, value) for name, value in _cuda_functions(state).items()),
@@ -860,19 +830,18 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
         (torch, "Generator", _Generator),
         (torch, "Stream", _Stream),
         (torch, "Event", _Event),
+        # the DataLoader pins batches on a thread of its own, where the pretend mode is not on: nothing to pin
+        (sys.modules["torch.utils.data._utils.pin_memory"], "pin_memory", lambda data, device=None: data),
         (torch._C._nn, "_parse_to", _PARSE_TO_WITH_ORDINALS),
         (sys.modules["torch.nn.parallel._functions"], "_streams", None),  # sized by the device count: new GPUs
         (torch.backends.cudnn, "is_acceptable", lambda tensor: False),  # no cuDNN here, and no warning about it
     ]
-    successors = _Successors()
-    patches.append((torch.nn.Module, "_apply", successors.tracking(torch.nn.Module._apply)))
+    patches.append((torch.nn.Module, "_apply", _swapping(torch.nn.Module._apply)))
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     default_device = torch.utils._device.CURRENT_DEVICE
-    step_hook = None
     try:
         for owner, name, replacement in patches:
             setattr(owner, name, replacement)
-        step_hook = register_optimizer_step_pre_hook(successors.before_step)
         with _PretendMode(state):
             try:
                 yield
@@ -880,7 +849,5 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
                 if torch.utils._device.CURRENT_DEVICE != default_device:
                     torch.set_default_device(default_device)
     finally:
-        if step_hook is not None:
-            step_hook.remove()
         for owner, name, original in reversed(saved):
             setattr(owner, name, original)

@@ -131,6 +131,13 @@ class PretendTensor(torch.Tensor):
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         return self.numpy()
 
+    def __format__(self, format_spec: str) -> str:
+        """As ``Tensor.__format__`` on a GPU: a 0-dim tensor formats its value (``f"{acc:.2f}"``)."""
+        if self.dim() == 0:
+            value: str = self.detach().item().__format__(format_spec)
+            return value
+        return object.__format__(self, format_spec)
+
     def __repr__(self, *, tensor_contents: Any = None) -> str:  # type: ignore[override]
         body = repr(self._elem)[: -len(")")]
         suffix = f", device='{self._pretend_device}'"

@@ -1,0 +1,123 @@
+"""Run the correct GPU programs of ``programs/`` on pretend GPUs, with and without the sanitizer.
+
+Usage::
+
+    python benchmarks/detection/run_programs.py [--repeat 3] [--json out.json] [program.py ...]
+
+Each program (a training or inference script modeled on a public example; its docstring names the source) runs in
+this interpreter as ``__main__`` under ``ferry.sanitize(pretend="cuda")``, the way ``ferry run --sanitize --pretend
+cuda`` runs it, and must finish with no finding and no exception: a checker that crashes on, or complains about,
+correct code is worse than none. Then each runs ``--repeat`` times under ``pretend_cuda()`` alone and under the
+sanitizer, and the median wall times give the sanitizer's overhead (interpreter start-up excluded). Exit status 1
+when any program fails or reports a finding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import runpy
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import ferry
+from ferry.sanitizer.pretend import pretend_cuda
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+#: programs written for several GPUs, and how many to pretend
+DEVICE_COUNT = {"data_parallel.py": 2}
+
+
+def _run(path: Path, *, sanitize: bool) -> dict[str, Any]:
+    """Run ``path`` once as ``__main__`` in a temporary folder; its findings, error and wall time."""
+    count = DEVICE_COUNT.get(path.name, 1)
+    findings: list[str] = []
+    error = None
+    out = io.StringIO()
+    cwd = os.getcwd()
+    argv = sys.argv
+    state = torch.random.get_rng_state()
+    with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        os.chdir(folder)
+        sys.argv = [str(path)]
+        checks = ferry.sanitize(pretend="cuda", device_count=count) if sanitize else pretend_cuda(count)
+        started = time.perf_counter()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), checks as report:
+                runpy.run_path(str(path), run_name="__main__")
+        except BaseException as err:  # a program's failure is the result, whatever it is
+            error = "".join(traceback.format_exception_only(type(err), err)).strip()
+            error += "\n" + "".join(traceback.format_tb(err.__traceback__)[-3:])
+        finally:
+            seconds = time.perf_counter() - started
+            os.chdir(cwd)
+            sys.argv = argv
+            torch.random.set_rng_state(state)
+            torch.backends.cudnn.benchmark = False
+    if sanitize and report is not None:
+        findings = [f"{f.kind} at {f.where}: {f.message.splitlines()[0]}" for f in report.findings]
+    last = (out.getvalue().strip().splitlines() or [""])[-1]
+    return {"seconds": seconds, "findings": findings, "error": error, "last_line": last}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("programs", nargs="*", type=Path, help="default: every programs/*.py")
+    parser.add_argument("--repeat", type=int, default=0, help="timed runs of each for the overhead (default 0)")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args()
+    paths = args.programs or sorted(PROGRAMS.glob("*.py"))
+    results = []
+    failed = 0
+    for path in paths:
+        checked = _run(path, sanitize=True)
+        ok = checked["error"] is None and not checked["findings"] and checked["last_line"].startswith("done")
+        failed += not ok
+        row: dict[str, Any] = {"program": path.name, "ok": ok, **checked}
+        if args.repeat and ok:
+            alone = [_run(path, sanitize=False)["seconds"] for _ in range(args.repeat)]
+            sanitized = [_run(path, sanitize=True)["seconds"] for _ in range(args.repeat)]
+            row["pretend_s"], row["sanitize_pretend_s"] = statistics.median(alone), statistics.median(sanitized)
+            row["overhead"] = row["sanitize_pretend_s"] / row["pretend_s"]
+        results.append(row)
+        status = "ok" if ok else "FAILED"
+        timing = (
+            f"  pretend {row['pretend_s']:.2f} s, sanitize+pretend {row['sanitize_pretend_s']:.2f} s "
+            f"({row['overhead']:.2f}x)"
+            if "overhead" in row
+            else ""
+        )
+        print(f"{path.name:<28} {status}  {checked['seconds']:.2f} s{timing}", flush=True)
+        for line in checked["findings"]:
+            print(f"    finding: {line}", flush=True)
+        if checked["error"]:
+            print("    " + checked["error"].replace("\n", "\n    "), flush=True)
+    timed = [r for r in results if "overhead" in r]
+    if timed:
+        total_alone = sum(r["pretend_s"] for r in timed)
+        total_sanitized = sum(r["sanitize_pretend_s"] for r in timed)
+        print(
+            f"total: pretend {total_alone:.2f} s, sanitize+pretend {total_sanitized:.2f} s "
+            f"({total_sanitized / total_alone:.2f}x over {len(timed)} programs, median of {args.repeat} runs each)"
+        )
+    print(f"{len(results) - failed} of {len(results)} programs ran clean")
+    if args.json:
+        args.json.write_text(json.dumps({"results": results}, indent=2))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
