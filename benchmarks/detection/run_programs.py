@@ -44,7 +44,7 @@ def _run(path: Path, *, sanitize: bool) -> dict[str, Any]:
     count = DEVICE_COUNT.get(path.name, 1)
     findings: list[str] = []
     error = None
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     cwd = os.getcwd()
     argv = sys.argv
     state = torch.random.get_rng_state()
@@ -56,11 +56,11 @@ def _run(path: Path, *, sanitize: bool) -> dict[str, Any]:
         checks = ferry.sanitize(pretend="cuda", device_count=count) if sanitize else pretend_cuda(count)
         started = time.perf_counter()
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), checks as report:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), checks as report:
                 runpy.run_path(str(path), run_name="__main__")
-        except BaseException as err:  # a program's failure is the result, whatever it is
-            error = "".join(traceback.format_exception_only(type(err), err)).strip()
-            error += "\n" + "".join(traceback.format_tb(err.__traceback__)[-3:])
+        except BaseException as failure:  # a program's failure is the result, whatever it is
+            error = "".join(traceback.format_exception_only(type(failure), failure)).strip()
+            error += "\n" + "".join(traceback.format_tb(failure.__traceback__)[-3:])
         finally:
             seconds = time.perf_counter() - started
             os.chdir(cwd)
@@ -70,7 +70,7 @@ def _run(path: Path, *, sanitize: bool) -> dict[str, Any]:
     if sanitize and report is not None:
         findings = [f"{f.kind} at {f.where}: {f.message.splitlines()[0]}" for f in report.findings]
     last = (out.getvalue().strip().splitlines() or [""])[-1]
-    return {"seconds": seconds, "findings": findings, "error": error, "last_line": last}
+    return {"seconds": seconds, "findings": findings, "error": error, "last_line": last, "stderr": err.getvalue()}
 
 
 def main() -> None:
@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=0, help="timed runs of each for the overhead (default 0)")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
-    paths = args.programs or sorted(PROGRAMS.glob("*.py"))
+    paths = [p.resolve() for p in args.programs] or sorted(PROGRAMS.glob("*.py"))
     results = []
     failed = 0
     for path in paths:

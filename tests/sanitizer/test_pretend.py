@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import doctest
 import io
 import runpy
@@ -313,20 +312,30 @@ def test_gradient_of_a_move_flows_back_to_the_cpu_leaf() -> None:
     assert (torch.Tensor, True) == (type(x.grad), torch.equal(torch.full((3,), 2.0), x.grad))
 
 
-def test_state_dict_save_and_load_write_cpu_data() -> None:
-    # decided: a checkpoint written under pretend holds CPU tensors, so it loads anywhere without map_location
+def test_torch_save_writes_the_gpu_location_and_torch_load_puts_it_back_as_on_a_gpu() -> None:
+    # a file saved under pretend says cuda:0, as a GPU's does: back on the pretend GPU under pretend (pickled whole
+    # modules too, their parameters still Parameters), and on a CPU-only machine it needs map_location
     with pretend_cuda():
         model = _model().cuda()
-        buffer = io.BytesIO()
-        torch.save(model.state_dict(), buffer)
-        twin = copy.deepcopy(model)
+        state, whole = io.BytesIO(), io.BytesIO()
+        torch.save({**model.state_dict(), "cpu": torch.zeros(2)}, state)
+        torch.save(model, whole)
         model.load_state_dict(_model().state_dict())  # CPU -> pretend GPU, as on a GPU
-    buffer.seek(0)
-    loaded = torch.load(buffer)
-    assert {torch.device("cpu")} == {t.device for t in loaded.values()}
-    assert all(not is_pretend(t) for t in loaded.values())
-    assert all(CUDA0 == p.device and isinstance(p, nn.Parameter) for p in twin.parameters())
-    _model().load_state_dict(loaded)
+        state.seek(0)
+        whole.seek(0)
+        loaded = torch.load(state)
+        reloaded = torch.load(whole, weights_only=False)
+        assert {CUDA0} == {t.device for k, t in loaded.items() if k != "cpu"}
+        assert torch.device("cpu") == loaded["cpu"].device
+        assert all(CUDA0 == p.device and isinstance(p, nn.Parameter) for p in reloaded.parameters())
+        assert CUDA0 == reloaded(torch.ones(4, device="cuda")).device
+    state.seek(0)
+    with pytest.raises(RuntimeError, match="Attempting to deserialize object on a CUDA device"):
+        torch.load(state)
+    state.seek(0)
+    on_cpu = torch.load(state, map_location="cpu")
+    assert all(not is_pretend(t) and t.device.type == "cpu" for t in on_cpu.values())
+    _model().load_state_dict({k: v for k, v in on_cpu.items() if k != "cpu"})
 
 
 def test_repr_and_type_name_as_on_a_gpu() -> None:

@@ -17,7 +17,7 @@ input_size = 5
 output_size = 2
 
 batch_size = 30
-data_size = 100
+data_size = 60
 
 torch.manual_seed(0)
 device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")

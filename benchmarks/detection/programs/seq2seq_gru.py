@@ -166,7 +166,7 @@ def tensorFromSentence(lang, sentence):
 
 def get_dataloader(batch_size, rng):
     """The vocabularies, the pairs, and a loader over EOS-terminated, zero-padded index rows kept on the device."""
-    input_lang, output_lang, pairs = prepareData(64, rng)
+    input_lang, output_lang, pairs = prepareData(32, rng)
 
     n = len(pairs)
     input_ids = np.zeros((n, MAX_LENGTH), dtype=np.int32)
@@ -264,7 +264,7 @@ input_lang, output_lang, pairs, train_dataloader = get_dataloader(batch_size, rn
 encoder = EncoderRNN(input_lang.n_words, hidden_size).to(device)
 decoder = AttnDecoderRNN(hidden_size, output_lang.n_words).to(device)
 
-final_loss = train(train_dataloader, encoder, decoder, n_epochs=5)
+final_loss = train(train_dataloader, encoder, decoder, n_epochs=2)
 
 encoder.eval()
 decoder.eval()

@@ -54,7 +54,9 @@ What it cannot model:
     * Ops written in C++ that read the real device (``torch.Generator(device="cuda")``, ``torch.Tensor.device``
       read through the C descriptor) see ``cpu``. Some ops word their mismatch error differently on a real GPU
       (``mm`` names the argument); here every mismatch uses ``TensorIterator``'s wording above.
-    * ``torch.save`` of a pretend tensor writes CPU data: a checkpoint saved under pretend loads as CPU tensors.
+    * ``torch.save`` of a pretend tensor writes its CPU data with the location ``cuda:i``, as a GPU's checkpoint
+      has: ``torch.load`` under pretend puts it back on the pretend GPU (whole pickled modules included); on a
+      CPU-only machine without pretend it needs ``map_location``, as any GPU checkpoint does.
     * ``torch.cuda`` functions not in :data:`PATCHED_CUDA_FUNCTIONS` (``nccl``, ``graphs``, ``utilization``...)
       behave as on a CPU-only build; ``get_rng_state`` hands back what ``set_rng_state`` stored (the numbers come
       from the CPU generator). Function modes are per thread: ``device="cuda"`` works only on the thread that
@@ -79,6 +81,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from ferry.errors import ArgumentError
 from ferry.sanitizer.pretend._tensor import (
+    SAVED_LOCATIONS,
     PretendTensor,
     device_of,
     move,
@@ -757,11 +760,43 @@ def _swapping(apply: Callable[..., Any]) -> Callable[..., Any]:
     return _apply
 
 
-def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Callable[..., Any]:
-    """``torch.load`` whose ``map_location="cuda[:i]"`` (a string or ``torch.device``) lands on pretend GPUs.
+class _Storages:
+    """Storage locations in ``torch.save`` files: a pretend tensor is saved as ``cuda:i``, as on a GPU.
 
-    PyTorch would build CUDA storages, which a CPU-only build cannot: the file is read onto the CPU and every tensor
-    is then moved to the pretend device. Other ``map_location`` values (dicts, callables) pass through unchanged.
+    Registered with ``torch.serialization.register_package`` (before PyTorch's own): the tagger names the location
+    of the host copies :class:`PretendTensor` pickles (``SAVED_LOCATIONS``); while pretend GPUs are on, the
+    deserializer reads a ``cuda:i`` storage onto the CPU and remembers it, and ``torch.load`` then moves every
+    tensor on such a storage to its pretend GPU. Without pretend GPUs a ``cuda:i`` storage is PyTorch's to load
+    (a CPU-only machine then needs ``map_location``, as for any GPU checkpoint).
+    """
+
+    def __init__(self) -> None:
+        self.state: _State | None = None  # the pretend GPUs while a pretend_cuda block is on
+        self.loaded: dict[int, str] = {}  # data_ptr of a storage read from cuda:i -> "cuda:i"
+
+    def tag(self, storage: Any) -> str | None:
+        if getattr(storage, "device", None) is None or storage.device.type != "cpu":
+            return None
+        return SAVED_LOCATIONS.pop(storage.data_ptr(), None)
+
+    def restore(self, storage: Any, location: str) -> Any:
+        if self.state is None or not location.startswith("cuda"):
+            return None
+        self.state.resolve(location)  # a GPU the pretend machine does not have fails here, as on a GPU
+        self.loaded[storage.data_ptr()] = location
+        return storage
+
+
+_STORAGES = _Storages()
+torch.serialization.register_package(5, _STORAGES.tag, _STORAGES.restore)
+
+
+def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Callable[..., Any]:
+    """``torch.load`` that puts what a GPU saved, or what ``map_location="cuda[:i]"`` asks for, on pretend GPUs.
+
+    PyTorch would build CUDA storages, which a CPU-only build cannot: the file is read onto the CPU and the tensors
+    are then moved to their pretend device (modules in the file keep their ``nn.Parameter`` objects). Other
+    ``map_location`` values (dicts, callables, ``"cpu"``) pass through unchanged.
     """
 
     def pretend_load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -769,10 +804,32 @@ def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Calla
         if isinstance(map_location, str | torch.device) and torch.device(map_location).type == "cuda":
             target = state.resolve(map_location)
             map_location = "cpu"
-        loaded = load(f, map_location, *args, **kwargs)
-        if target is None:
+        _STORAGES.loaded.clear()
+        try:
+            loaded = load(f, map_location, *args, **kwargs)
+            where = dict(_STORAGES.loaded)
+        finally:
+            _STORAGES.loaded.clear()
+        if target is None and not where:
             return loaded
-        return tree_map(lambda x: move(x, target) if isinstance(x, torch.Tensor) else x, loaded)
+
+        def device_for(t: torch.Tensor) -> torch.device | None:
+            if target is not None:
+                return target
+            if is_pretend(t) or t.device.type != "cpu":
+                return None
+            location = where.get(t.untyped_storage().data_ptr())
+            return None if location is None else state.resolve(location)
+
+        def place(x: Any) -> Any:
+            if isinstance(x, torch.nn.Module):
+                return x._apply(lambda t: t if (d := device_for(t)) is None else move(t, d))  # type: ignore[no-untyped-call]
+            if isinstance(x, torch.Tensor):
+                device = device_for(x)
+                return x if device is None else move(x, device)
+            return x
+
+        return tree_map(place, loaded)
 
     return pretend_load
 
@@ -842,10 +899,12 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
     try:
         for owner, name, replacement in patches:
             setattr(owner, name, replacement)
+        _STORAGES.state = state
         with _PretendMode(state):
             try:
                 yield
             finally:
+                _STORAGES.state = None
                 if torch.utils._device.CURRENT_DEVICE != default_device:
                     torch.set_default_device(default_device)
     finally:

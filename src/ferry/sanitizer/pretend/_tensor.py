@@ -52,6 +52,11 @@ def own_temporaries() -> Iterator[None]:
         _COMPOSITE.depth -= 1
 
 
+#: ``data_ptr`` of a host copy being written by ``torch.save`` -> the pretend device it stands for (``"cuda:0"``);
+#: the storage tagger of :mod:`ferry.sanitizer.pretend` reads and removes each entry.
+SAVED_LOCATIONS: dict[int, str] = {}
+
+
 class PretendTensor(torch.Tensor):
     """A tensor whose data lies on the CPU but whose ``.device`` is a pretend ``cuda:i``.
 
@@ -148,9 +153,12 @@ class PretendTensor(torch.Tensor):
         return body + suffix + ")"
 
     def __reduce_ex__(self, proto: Any) -> Any:
-        # torch.save / pickle write the real CPU data: a checkpoint written under pretend loads anywhere as CPU
-        # tensors (torch.load(..., map_location="cuda") moves it, as for any CPU checkpoint).
-        return self._elem.detach().clone().__reduce_ex__(proto)  # type: ignore[no-untyped-call]
+        # torch.save writes the CPU data, tagged with the pretend device as the storage's location (see
+        # SAVED_LOCATIONS): the file says cuda:i, as a GPU's does, so it loads back onto the pretend GPU, and a
+        # CPU-only machine needs map_location, as for a GPU's checkpoint.
+        host = self._elem.detach().clone()
+        SAVED_LOCATIONS[host.untyped_storage().data_ptr()] = str(self._pretend_device)
+        return host.__reduce_ex__(proto)  # type: ignore[no-untyped-call]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> PretendTensor:
         if id(self) in memo:
