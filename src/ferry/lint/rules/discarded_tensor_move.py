@@ -146,12 +146,7 @@ def _assign_fix(
         return None
     if isinstance(receiver, ast.Name) and not _bound_here(ctx, stmt, receiver.id):
         return None
-    replacement = f"{target} = {kept}"
-    try:
-        ast.parse(replacement)
-    except (SyntaxError, ValueError):
-        return None
-    return Fix(f"Assign the result: `{replacement}`", (Edit.replace(stmt, replacement),))
+    return _statement_fix(stmt, f"{target} = {kept}", "Assign the result")
 
 
 def _tuple_fix(ctx: FileContext, stmt: ast.Expr, value: ast.Tuple) -> Fix | None:
@@ -167,12 +162,16 @@ def _tuple_fix(ctx: FileContext, stmt: ast.Expr, value: ast.Tuple) -> Fix | None
         if target is None or (isinstance(receiver, ast.Name) and not _bound_here(ctx, stmt, receiver.id)):
             return None
         targets.append(target)
-    replacement = f"{', '.join(targets)} = {ctx.segment(value)}"
+    return _statement_fix(stmt, f"{', '.join(targets)} = {ctx.segment(value)}", "Assign the results")
+
+
+def _statement_fix(stmt: ast.stmt, replacement: str, title: str) -> Fix | None:
+    """Replace ``stmt`` by ``replacement``, if that parses."""
     try:
         ast.parse(replacement)
     except (SyntaxError, ValueError):
         return None
-    return Fix(f"Assign the results: `{replacement}`", (Edit.replace(stmt, replacement),))
+    return Fix(f"{title}: `{replacement}`", (Edit.replace(stmt, replacement),))
 
 
 def _bound_here(ctx: FileContext, stmt: ast.stmt, name: str) -> bool:
