@@ -81,7 +81,7 @@ def test_host_syncs_are_summarised_per_training_step_leaving_out_logging_and_eva
     first = test_host_syncs_are_summarised_per_training_step_leaving_out_logging_and_evaluation.__code__.co_firstlineno
     assert {first + 8: 1.0} == {where.line: rate for where, rate in report.host_syncs_per_step().items()}
     err = capsys.readouterr().err
-    assert "1 host-device synchronisation(s) per training step on 1 line(s) (over 20 optimizer step(s))" in err
+    assert "1 host-device synchronisation(s) per training step on 1 line(s) (over 20 training step(s))" in err
     assert "total += loss.item()" in err
     assert "print(f" not in err
     assert ".sum().item()" not in err
@@ -96,3 +96,17 @@ def test_an_inference_script_lists_its_busiest_sync_lines(capsys) -> None:
     assert 0 == report.optimizer_steps
     assert [3] == list(report.host_syncs.values())
     assert "3 host-device synchronisation(s) on 1 line(s)" in capsys.readouterr().err
+
+
+def test_two_optimizers_stepping_once_each_make_one_training_step() -> None:
+    # a GAN: the discriminator's and the generator's optimizer each step once per training step
+    with ferry.sanitize(pretend="cuda") as report:
+        generator, discriminator = nn.Linear(3, 3).cuda(), nn.Linear(3, 1).cuda()
+        optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (discriminator, generator)]
+        for _ in range(5):
+            for optimizer, loss in zip(optimizers, (discriminator, generator), strict=True):
+                loss(torch.randn(2, 3, device="cuda")).sum().backward()
+                optimizer.step()
+            discriminator(torch.randn(2, 3, device="cuda")).mean().item()  # once per training step
+    assert 5 == report.optimizer_steps
+    assert [1.0] == list(report.host_syncs_per_step().values())

@@ -77,7 +77,8 @@ class SanitizeReport:
     Attributes:
         findings: One :class:`Finding` per kind and line, in the order first seen.
         host_syncs: Host-device synchronisations on accelerator tensors, per line of the user's code.
-        optimizer_steps: How many times an optimizer stepped (training steps).
+        optimizer_steps: Training steps: how many times the busiest optimizer stepped (a GAN's two optimizers
+            each step once per training step).
         training_host_syncs: The part of ``host_syncs`` made with gradients enabled.
     """
 
@@ -135,6 +136,7 @@ class Sanitizer:
         self._mode: SanitizerMode | None = None
         self._patches: Patches | None = None
         self._step_hook: RemovableHandle | None = None
+        self._steps_by_optimizer: Counter[int] = Counter()
 
     def __enter__(self) -> SanitizeReport:
         from ferry.sanitizer._mode import SanitizerMode
@@ -205,7 +207,9 @@ class Sanitizer:
         """Before ``optimizer.step()``: count the step, and check each state tensor is on its parameter's device."""
         from ferry.sanitizer._optimizer import misplaced_state
 
-        self.report.optimizer_steps += 1
+        steps = self._steps_by_optimizer
+        steps[id(optimizer)] += 1
+        self.report.optimizer_steps = max(steps.values())
         message = misplaced_state(optimizer)
         if message is None:
             return

@@ -51,7 +51,7 @@ def print_host_syncs(report: SanitizeReport, *, top: int = 10, file: TextIO | No
         total = sum(per_step.values())
         print(
             f"ferry sanitize: {total:g} host-device synchronisation(s) per training step on {len(per_step)} line(s) "
-            f"(over {report.optimizer_steps} optimizer step(s)):",
+            f"(over {report.optimizer_steps} training step(s)):",
             file=out,
         )
         for where, rate in list(per_step.items())[:top]:
