@@ -218,7 +218,7 @@ def test_notebook_positions_in_json(project: Path, capsys: pytest.CaptureFixture
         "name": "discarded-tensor-move",
         "message": item["message"],
         "fix": {
-            "title": "Assign the result: `x = x.to(...)`",
+            "title": "Assign the result: `x = x.to(device)`",
             "edits": [{"cell": 3, "line": 3, "col": 1, "end_line": 3, "end_col": 13, "text": "x = x.to(device)"}],
         },
     } == item

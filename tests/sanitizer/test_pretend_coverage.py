@@ -83,20 +83,6 @@ def test_legacy_typed_tensors_build_convert_and_test_as_on_a_gpu(name: str, dtyp
             torch.ones(3, dtype=dtype) + from_data  # the bug stays a bug
 
 
-def test_model_share_memory_is_a_no_op_on_pretend_gpus_as_on_real_ones() -> None:
-    # Hogwild-style training shares a model's memory before starting processes; it once crashed with SIGSEGV
-    code = (
-        "import torch\nfrom torch import nn\nfrom ferry.sanitizer.pretend import pretend_cuda\n"
-        "with pretend_cuda():\n"
-        "    model = nn.Linear(2, 2).cuda().share_memory()\n"
-        "    cpu = nn.Linear(2, 2).share_memory()\n"
-        "    print(model.weight.device, cpu.weight.is_shared())\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120)
-    assert 0 == result.returncode, result.stderr[-2000:]
-    assert "cuda:0 True" == result.stdout.strip()
-
-
 @pytest.mark.parametrize("kind", [nn.LSTM, nn.GRU, nn.RNN])
 def test_recurrent_layers_train_on_pretend_gpus(kind: type[nn.Module]) -> None:
     with pretend_cuda():
@@ -186,8 +172,9 @@ def test_mixed_precision_fused_optimizers_and_streams_run() -> None:
         assert CUDA0 == optimizer.state[model.weight]["exp_avg"].device
 
 
-def test_pretend_gpus_see_hogwild_processes() -> None:
-    # fork keeps the pretend GPUs in the child, where the shared model trains
+def test_share_memory_is_a_no_op_on_pretend_gpus_and_hogwild_processes_train() -> None:
+    # model.share_memory() once crashed with SIGSEGV (so: a process of its own); fork keeps the pretend GPUs in the
+    # child, where the shared model trains
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("needs fork")
     code = (
@@ -201,12 +188,14 @@ def test_pretend_gpus_see_hogwild_processes() -> None:
         "    with pretend_cuda():\n"
         "        model = nn.Linear(2, 2).cuda()\n"
         "        model.share_memory()\n"
+        "        cpu = nn.Linear(2, 2).share_memory()\n"
+        "        print(model.weight.device, cpu.weight.is_shared(), flush=True)\n"
         "        p = mp.Process(target=train, args=(model,))\n"
         "        p.start(); p.join()\n"
         "        print('exit', p.exitcode)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120)
-    assert ["child cuda:0", "exit 0"] == result.stdout.split("\n")[:2], result.stderr[-2000:]
+    assert ["cuda:0 True", "child cuda:0", "exit 0"] == result.stdout.split("\n")[:3], result.stderr[-2000:]
 
 
 def test_everything_patched_is_restored_exactly() -> None:
