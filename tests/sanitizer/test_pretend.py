@@ -419,3 +419,20 @@ def test_torch_load_with_a_cuda_map_location_lands_on_the_pretend_gpu(tmp_path) 
         plain = torch.load(path, map_location="cpu")
         assert torch.device("cpu") == plain["w"].device
     assert torch.load is torch.serialization.load
+
+
+def test_only_torch_save_records_locations_so_no_stale_address_tags_a_later_save() -> None:
+    import pickle
+
+    from ferry.sanitizer.pretend._tensor import SAVED_LOCATIONS
+
+    with pretend_cuda():
+        x = torch.ones(3, device="cuda")
+        pickle.loads(pickle.dumps(x))  # multiprocessing and plain pickle write CPU data, and record nothing
+        assert {} == SAVED_LOCATIONS
+        torch.save(x, io.BytesIO())
+        assert {} == SAVED_LOCATIONS  # cleared when torch.save returns
+    buffer = io.BytesIO()
+    torch.save(torch.zeros(3), buffer)  # a later CPU save is a CPU save
+    buffer.seek(0)
+    assert torch.device("cpu") == torch.load(buffer).device

@@ -82,6 +82,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from ferry.errors import ArgumentError
 from ferry.sanitizer.pretend._tensor import (
     SAVED_LOCATIONS,
+    SAVING,
     PretendTensor,
     device_of,
     move,
@@ -791,6 +792,22 @@ _STORAGES = _Storages()
 torch.serialization.register_package(5, _STORAGES.tag, _STORAGES.restore)
 
 
+def _saving_locations(save: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.save`` during which pretend tensors record their location (see :class:`_Storages`)."""
+
+    def pretend_save(*args: Any, **kwargs: Any) -> Any:
+        marker = object()
+        SAVING.append(marker)
+        try:
+            return save(*args, **kwargs)
+        finally:
+            SAVING.remove(marker)
+            if not SAVING:
+                SAVED_LOCATIONS.clear()
+
+    return pretend_save
+
+
 def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Callable[..., Any]:
     """``torch.load`` that puts what a GPU saved, or what ``map_location="cuda[:i]"`` asks for, on pretend GPUs.
 
@@ -883,6 +900,7 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
             _compatible_shallow_copy_type(torch._has_compatible_shallow_copy_type),
         ),
         (torch, "load", _load_onto_pretend_devices(torch.load, state)),
+        (torch, "save", _saving_locations(torch.save)),
         (torch, "device", _Device),
         (torch, "Generator", _Generator),
         (torch, "Stream", _Stream),

@@ -55,6 +55,8 @@ def own_temporaries() -> Iterator[None]:
 #: ``data_ptr`` of a host copy being written by ``torch.save`` -> the pretend device it stands for (``"cuda:0"``);
 #: the storage tagger of :mod:`ferry.sanitizer.pretend` reads and removes each entry.
 SAVED_LOCATIONS: dict[int, str] = {}
+#: non-empty while a ``torch.save`` under pretend GPUs runs (on any thread: one marker per call)
+SAVING: list[object] = []
 
 
 class PretendTensor(torch.Tensor):
@@ -157,7 +159,8 @@ class PretendTensor(torch.Tensor):
         # SAVED_LOCATIONS): the file says cuda:i, as a GPU's does, so it loads back onto the pretend GPU, and a
         # CPU-only machine needs map_location, as for a GPU's checkpoint.
         host = self._elem.detach().clone()
-        SAVED_LOCATIONS[host.untyped_storage().data_ptr()] = str(self._pretend_device)
+        if SAVING:  # only inside torch.save, which clears the table when it returns (never a stale address)
+            SAVED_LOCATIONS[host.untyped_storage().data_ptr()] = str(self._pretend_device)
         return host.__reduce_ex__(proto)  # type: ignore[no-untyped-call]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> PretendTensor:
