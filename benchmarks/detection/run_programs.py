@@ -19,7 +19,9 @@ import contextlib
 import io
 import json
 import os
+import random
 import runpy
+import signal
 import statistics
 import sys
 import tempfile
@@ -39,21 +41,36 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 DEVICE_COUNT = {"data_parallel.py": 2}
 
 
-def _run(path: Path, *, sanitize: bool) -> dict[str, Any]:
-    """Run ``path`` once as ``__main__`` in a temporary folder; its findings, error and wall time."""
+def run_program(path: Path, *, sanitize: bool, pretend: bool = True, timeout: float | None = None) -> dict[str, Any]:
+    """Run ``path`` once as ``__main__`` in a temporary folder; its findings, error, output and wall time.
+
+    ``pretend=False`` runs it on this machine's own devices (a CPU-only machine here), with the sanitizer when
+    ``sanitize``. ``timeout`` (seconds) stops a program that runs too long with ``TimeoutError`` (its error).
+    The global random number generators are seeded with 0 first, so a program's output is repeatable.
+    """
     count = DEVICE_COUNT.get(path.name, 1)
-    findings: list[str] = []
+    findings: list[dict[str, Any]] = []
     error = None
+    report = None
     out, err = io.StringIO(), io.StringIO()
     cwd = os.getcwd()
     argv = sys.argv
     state = torch.random.get_rng_state()
+    torch.manual_seed(0)
+    random.seed(0)
     with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
         os.chdir(folder)
         sys.argv = [str(path)]
-        checks = ferry.sanitize(pretend="cuda", device_count=count) if sanitize else pretend_cuda(count)
+        checks: Any
+        if sanitize:
+            checks = ferry.sanitize(pretend="cuda", device_count=count) if pretend else ferry.sanitize()
+        else:
+            checks = pretend_cuda(count) if pretend else contextlib.nullcontext()
+        if timeout:
+            signal.signal(signal.SIGALRM, _too_long)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
         started = time.perf_counter()
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), checks as report:
@@ -63,14 +80,39 @@ def _run(path: Path, *, sanitize: bool) -> dict[str, Any]:
             error += "\n" + "".join(traceback.format_tb(failure.__traceback__)[-3:])
         finally:
             seconds = time.perf_counter() - started
+            if timeout:
+                signal.setitimer(signal.ITIMER_REAL, 0)
             os.chdir(cwd)
             sys.argv = argv
             torch.random.set_rng_state(state)
             torch.backends.cudnn.benchmark = False
     if sanitize and report is not None:
-        findings = [f"{f.kind} at {f.where}: {f.message.splitlines()[0]}" for f in report.findings]
-    last = (out.getvalue().strip().splitlines() or [""])[-1]
-    return {"seconds": seconds, "findings": findings, "error": error, "last_line": last, "stderr": err.getvalue()}
+        findings = [
+            {"kind": f.kind, "line": f.where.line, "file": f.where.file, "message": f.message.splitlines()[0]}
+            for f in report.findings
+        ]
+    stdout = out.getvalue()
+    last = (stdout.strip().splitlines() or [""])[-1]
+    return {
+        "seconds": seconds,
+        "findings": findings,
+        "error": error,
+        "last_line": last,
+        "stdout": stdout,
+        "stderr": err.getvalue(),
+    }
+
+
+def _too_long(signum: int, frame: Any) -> None:
+    raise TimeoutError("the program ran past its time limit")
+
+
+def _run(path: Path, *, sanitize: bool) -> dict[str, Any]:
+    """``run_program`` on pretend GPUs, findings as one line each."""
+    result = run_program(path, sanitize=sanitize)
+    result["findings"] = [f"{f['kind']} at {f['file']}:{f['line']}: {f['message']}" for f in result["findings"]]
+    del result["stdout"]
+    return result
 
 
 def main() -> None:

@@ -43,10 +43,12 @@ from ferry.lint.rules._placement_calls import CallsMixin
 from ferry.lint.rules._placement_values import (
     DEVICE,
     HARMLESS_CONTEXTS,
+    HARMLESS_READS,
     HOST,
     NOT_TENSOR_ATTRIBUTES,
     NUMBER,
     OTHER,
+    SAFE_MODULE_USES,
     SAME_DEVICE_ATTRIBUTES,
     STRING,
     TENSORISH,
@@ -56,6 +58,7 @@ from ferry.lint.rules._placement_values import (
     join,
     line,
     merge,
+    moves_items,
     short,
 )
 
@@ -83,6 +86,84 @@ def reports(ctx: FileContext, code: str) -> list[Report]:
         found = _Flow(ctx).run() if _may_report(ctx.source) else []
         _CACHE[ctx] = found
     return [r for r in found if r.code == code]
+
+
+def _local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Functions of the file whose every call is in the file, so their parameters take what the calls pass.
+
+    Defined once at the top of the file, and the name is only ever called (never passed on, decorated or rebound).
+    """
+    defined: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            defined.setdefault(stmt.name, []).append(stmt)
+    plain = {
+        name: funcs[0]
+        for name, funcs in defined.items()
+        if len(funcs) == 1 and all(_harmless_decorator(ctx, d) for d in funcs[0].decorator_list)
+    }
+    if not plain:
+        return {}
+    for node in ctx.nodes(ast.Name):
+        if node.id in plain:
+            parent = ctx.parent(node)
+            if not (isinstance(node.ctx, ast.Load) and isinstance(parent, ast.Call) and parent.func is node):
+                del plain[node.id]
+    for stmt in ctx.nodes(ast.Global):
+        for name in stmt.names:
+            plain.pop(name, None)
+    return plain
+
+
+def _loader_name(node: ast.Name | ast.Attribute) -> bool:
+    """``train_loader``, ``self.val_dataloader``: a name that says it holds a data loader."""
+    last = node.id if isinstance(node, ast.Name) else node.attr
+    return "loader" in last.lower()
+
+
+def _harmless_decorator(ctx: FileContext, node: ast.expr) -> bool:
+    full = ctx.qualname(node.func if isinstance(node, ast.Call) else node)
+    return full in ("torch.no_grad", "torch.inference_mode", "torch.enable_grad", "functools.cache")
+
+
+_KEEPS: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _keeping_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """Parameters that ``func`` only reads.
+
+    Read means: called, given to harmless builtins, or used through methods and attributes that neither move a
+    module nor keep it (``model.train()``, ``model(x)``, ``model.parameters()``).
+    """
+    if func in _KEEPS:
+        return _KEEPS[func]
+    args = func.args
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    parents: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(func):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    kept = set(names)
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.Name) and node.id in kept):
+            continue
+        parent = parents.get(node)
+        if not isinstance(node.ctx, ast.Load):
+            kept.discard(node.id)
+        elif isinstance(parent, ast.Call) and parent.func is node:
+            continue
+        elif isinstance(parent, ast.Attribute):
+            grand = parents.get(parent)
+            if isinstance(parent.ctx, ast.Store) or (
+                isinstance(grand, ast.Call) and grand.func is parent and parent.attr not in SAFE_MODULE_USES
+            ):
+                kept.discard(node.id)
+        elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in HARMLESS_READS:
+            continue
+        else:
+            kept.discard(node.id)
+    _KEEPS[func] = frozenset(kept)
+    return _KEEPS[func]
 
 
 def _may_report(source: str) -> bool:
@@ -113,6 +194,11 @@ class _Flow(CallsMixin):
         self._busy: set[str] = set()
         self._globals: set[str] | None = None
         self._owners: set[str] = set()  # the heads of the dotted names bound in this scope (`self` of `self.x`)
+        #: functions of the file whose parameters take the values their callers pass (see :meth:`_local`)
+        self.local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = _local_functions(ctx)
+        #: for each of those, the parameters' values at each call site read so far (``None``: a site passes
+        #: ``*args``/``**kwargs``, so the parameters stay unknown)
+        self.call_sites: dict[str, list[dict[str, Val]] | None] = {}
 
     # -- scopes -----------------------------------------------------------------------------------------------
 
@@ -127,14 +213,117 @@ class _Flow(CallsMixin):
             *self.ctx.nodes(ast.FunctionDef),
             *self.ctx.nodes(ast.AsyncFunctionDef),
         ]
-        for func in functions:
+        done: set[ast.AST] = {tree}
+        for func in self._callers_first(functions):
             params: dict[str, Val] = {}
             args = func.args
+            passed = self._passed(func, done)
             for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
                 if arg is not None:
-                    params[arg.arg] = self._parameter(arg)
+                    given = passed.get(arg.arg, UNKNOWN)
+                    params[arg.arg] = given if given.what != "unknown" else self._parameter(arg)
             self._scope(func, func.body, params, frozenset(declared.get(func, ())))
+            done.add(func)
         return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
+
+    # -- functions of the file: callers first, parameters from the call sites ----------------------------------
+
+    def _callers_first(
+        self, functions: list[ast.FunctionDef | ast.AsyncFunctionDef]
+    ) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """``functions`` ordered so that each local function comes after every function that calls it.
+
+        Local functions: see :func:`_local_functions`. Functions in a cycle of calls keep their order (their
+        parameters stay unknown).
+        """
+        callers: dict[ast.AST, set[ast.AST]] = {}
+        for node in self.ctx.nodes(ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id in self.local_functions:
+                callee = self.local_functions[node.func.id]
+                caller = self.ctx.enclosing_function(node)
+                if caller is not callee:
+                    callers.setdefault(callee, set()).add(caller if caller is not None else self.ctx.tree)
+        ordered: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        placed: set[ast.AST] = {self.ctx.tree}
+        waiting = list(functions)
+        while waiting:
+            ready = [f for f in waiting if callers.get(f, set()) <= placed]
+            if not ready:  # a cycle: take the rest in file order
+                ordered.extend(waiting)
+                break
+            for func in ready:
+                ordered.append(func)
+                placed.add(func)
+            waiting = [f for f in waiting if f not in placed]
+        return ordered
+
+    def _passed(self, func: ast.FunctionDef | ast.AsyncFunctionDef, done: set[ast.AST]) -> dict[str, Val]:
+        """What the call sites of the local function ``func`` pass for each parameter.
+
+        Only values of a kind the analysis tracks, merged over the sites; empty when some site is not known or some
+        caller has not been read yet.
+        """
+        if self.local_functions.get(func.name) is not func:
+            return {}
+        sites = self.call_sites.get(func.name)
+        if not sites:
+            return {}
+        callers = {self.ctx.enclosing_function(n) or self.ctx.tree for n in self._calls_of(func.name)}
+        if not callers <= done:
+            return {}
+        merged: dict[str, Val] = {}
+        for name in sites[0]:
+            vals = [site.get(name, UNKNOWN) for site in sites]
+            val = vals[0]
+            for other in vals[1:]:
+                val = join(val, other, None)
+            if val.what == "module":  # a module built by a caller and never moved is reported where it was built
+                merged[name] = replace(val, name=name)
+            elif val.what in ("any", *TENSORISH, "loader", "batch", "device"):
+                merged[name] = replace(val, origin=None, name=name)
+        return merged
+
+    def _calls_of(self, name: str) -> list[ast.Call]:
+        return [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == name]
+
+    def record_call(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> set[ast.expr]:
+        """Note what a call of a local function passes for each parameter.
+
+        Returns the arguments that the function may move or keep; the others it only reads, so they keep their
+        value here.
+        """
+        assert isinstance(node.func, ast.Name)
+        func = self.local_functions[node.func.id]
+        params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+        given: dict[str, Val] | None = {}
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            given = None
+        else:
+            assert given is not None
+            if len(node.args) > len(params) and func.args.vararg is None:
+                given = None
+            else:
+                for name, val in zip(params, args, strict=False):
+                    given[name] = val
+                for keyword in node.keywords:
+                    if keyword.arg is not None:
+                        given[keyword.arg] = kwargs.get(keyword.arg, UNKNOWN)
+        if not self.silent:
+            sites = self.call_sites.setdefault(func.name, [])
+            if given is None or sites is None:
+                self.call_sites[func.name] = None
+            else:
+                sites.append(given)
+        keeps = _keeping_parameters(func)
+        escaping: set[ast.expr] = set()
+        for name, arg in zip(params, node.args, strict=False):
+            if name not in keeps:
+                escaping.add(arg)
+        for keyword in node.keywords:
+            if keyword.arg not in keeps:
+                escaping.add(keyword.value)
+        escaping.update(node.args[len(params) :])
+        return escaping
 
     def _scope(self, scope: ast.AST, body: list[ast.stmt], params: dict[str, Val], excluded: frozenset[str]) -> None:
         self.scope, self.env, self.excluded = scope, dict(params), excluded
@@ -255,6 +444,7 @@ class _Flow(CallsMixin):
         element = None
         if isinstance(stmt, ast.For | ast.AsyncFor):
             element = self._element(stmt.iter, self.ev(stmt.iter))
+            element = self._batch_evidence(stmt, element)
         before = dict(self.env)
         if self.loop_depth >= 3:  # deep nests: forget what the body rebinds instead of reading it twice
             entry = dict(before)
@@ -498,6 +688,8 @@ class _Flow(CallsMixin):
                 or (index.what in TENSORISH and not index.scalar)
             )
             return replace(owner, what="tensor", scalar=owner.scalar or not keeps_rank)
+        if owner.what == "batch":  # `batch[0]`, `batch["input_ids"]`
+            return Val("tensor", owner.where)
         if owner.what == "tuple":
             if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
                 i = node.slice.value
@@ -525,8 +717,24 @@ class _Flow(CallsMixin):
         self.env = before
         return val
 
+    def _batch_evidence(self, stmt: ast.For | ast.AsyncFor, element: Val) -> Val:
+        """Batches of a loader whose dataset is not known are on the host when the loop moves some of them."""
+        parts = element.items if element.what == "tuple" else (element,)
+        if not any(p.what == "batch" and p.where is None for p in parts) or not moves_items(stmt, stmt.body):
+            return element
+        if element.what == "tuple":
+            items = tuple(replace(p, where=HOST) if p.what == "batch" and p.where is None else p for p in parts)
+            return replace(element, items=items)
+        return replace(element, where=HOST)
+
     def _element(self, iterable: ast.expr | None, val: Val) -> Val:
         """What iterating over ``iterable`` (of value ``val``) gives."""
+        if val.what == "loader":
+            return Val("batch", val.where)
+        if val.what == "batch":  # `x, y = batch`, `for x in batch`: a tensor of the batch
+            return Val("tensor", val.where)
+        if val.what == "unknown" and isinstance(iterable, ast.Name | ast.Attribute) and _loader_name(iterable):
+            return Val("batch")
         if isinstance(iterable, ast.Call):
             name = self.ctx.call_name(iterable)
             args = iterable.args

@@ -23,6 +23,7 @@ from ferry.lint.rules._placement_values import (
     KEEP,
     LEGACY_HOST,
     LIKE_FACTORIES,
+    LOADERS,
     LOSS_FUNCTIONS,
     MOVES,
     OTHER,
@@ -33,6 +34,7 @@ from ferry.lint.rules._placement_values import (
     SAME_MODULE,
     SHAPERS,
     STRING,
+    TENSOR_DATASETS,
     TENSOR_ONLY_METHODS,
     TENSORISH,
     UNKNOWN,
@@ -58,8 +60,11 @@ class CallsMixin(DevicesMixin):
     _escaped: dict[ast.AST, set[str]]
     _classes: dict[str, tuple[bool | None, bool]]
 
+    local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+
     if TYPE_CHECKING:
 
+        def record_call(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> set[ast.expr]: ...
         def ev(self, node: ast.expr, top: bool = False) -> Val: ...
         def report(self, code: str, node: ast.AST, message: str) -> None: ...
         def label(self, val: Val, node: ast.AST) -> str: ...
@@ -85,6 +90,9 @@ class CallsMixin(DevicesMixin):
         kwargs = {k.arg: self.ev(k.value) for k in node.keywords}
         if callee is not None and callee.what in ("module", "any"):
             return self._call_module(node, callee, args, kwargs)
+        if self._is_local_call(func):
+            self._escape(node, only=self.record_call(node, args, kwargs))
+            return UNKNOWN
         if callee is None and full is not None:
             known = self._function(full, node, args, kwargs)
             if known is not None:
@@ -102,9 +110,27 @@ class CallsMixin(DevicesMixin):
         head = name.split(".")[0]
         return head in self.ctx.imports and head not in self.env
 
-    def _escape(self, node: ast.Call) -> None:
-        """Arguments handed to code the analysis cannot see: modules and containers may come back moved."""
+    def _is_local_call(self, func: ast.expr) -> bool:
+        """A call of a function of the file whose call sites the analysis follows (``train(model, device, ...)``)."""
+        if not (isinstance(func, ast.Name) and func.id in self.local_functions):
+            return False
+        if self.env.get(func.id, UNKNOWN).what != "unknown":
+            return False
+        scope = self.scope
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = scope.args
+            if func.id in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
+                return False
+        return True
+
+    def _escape(self, node: ast.Call, only: set[ast.expr] | None = None) -> None:
+        """Arguments handed to code the analysis cannot see: modules and containers may come back moved.
+
+        ``only``: the arguments that may be moved or kept (a function of the file that only reads the others).
+        """
         for arg in [*node.args, *(k.value for k in node.keywords)]:
+            if only is not None and arg not in only:
+                continue
             inner = arg.value if isinstance(arg, ast.Starred) else arg
             if not isinstance(inner, ast.Name | ast.Attribute):
                 continue
@@ -273,6 +299,16 @@ class CallsMixin(DevicesMixin):
             source = args[0] if args else UNKNOWN
             where = self.device_where(device) if device is not None else source.where
             return Val("tensor", where, scalar=source.scalar, dev=source.dev)
+        if full in TENSOR_DATASETS:
+            held = [a for a in args if a.what in TENSORISH]
+            where = (
+                held[0].where
+                if held and len(held) == len(args) and all(a.where == held[0].where for a in held)
+                else None
+            )
+            return Val("dataset", where)
+        if full in LOADERS:
+            return self._loader(node, args, kwargs)
         if full == "torch.from_numpy" or full in LEGACY_HOST:
             return Val("tensor", made_here)
         if full.startswith("torch.cuda.") and last.endswith("Tensor"):
@@ -309,6 +345,19 @@ class CallsMixin(DevicesMixin):
                 return Val("module", params=params)
             return Val("module", made_here, fresh=made_here == HOST, params=params)
         return None
+
+    def _loader(self, node: ast.Call, args: Args, kwargs: Kwargs) -> Val:
+        """A ``DataLoader``: its batches are where a ``TensorDataset``'s tensors are.
+
+        For other datasets they are on the host only where the loop that reads them shows it (see
+        :func:`moves_items`). A ``collate_fn`` may put them anywhere: unknown.
+        """
+        if any(k.arg in ("collate_fn", None) for k in node.keywords) or len(node.args) > 5:
+            return UNKNOWN
+        dataset = args[0] if args else kwargs.get("dataset", UNKNOWN)
+        if dataset.what == "dataset":
+            return Val("loader", dataset.where)
+        return Val("loader")
 
     def _factory(self, node: ast.Call, name: str, args: Args, device: ast.expr | None, made_here: str | None) -> Val:
         """``torch.zeros(...)``, ``torch.tensor(data)``: on ``device=`` if given, else on the host.

@@ -120,6 +120,12 @@ HARMLESS_BUILTINS = frozenset(
     sorted list tuple range enumerate zip iter next any all callable hash
     """.split()
 )
+#: Builtins that only read what they are given (a module or tensor passed to them is not moved or kept).
+HARMLESS_READS = frozenset("print len isinstance type id str repr hasattr getattr format sorted".split())
+#: DataLoader classes: iterating one gives batches of tensors made by its dataset, on the host.
+LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+#: Datasets whose items are slices of the tensors they are given (on those tensors' device).
+TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 #: Attributes of a tensor that are not tensors.
 NOT_TENSOR_ATTRIBUTES = frozenset(
     """
@@ -152,7 +158,9 @@ class Val:
 
     Attributes:
         what: ``"tensor"``, ``"output"`` (what a module returned), ``"module"``, ``"any"`` (moved, kind unknown),
-            ``"device"``, ``"seq"``, ``"dict"``, ``"tuple"``, ``"number"``, ``"str"``, ``"other"`` or ``"unknown"``.
+            ``"device"``, ``"seq"``, ``"dict"``, ``"tuple"``, ``"number"``, ``"str"``, ``"other"``, ``"dataset"``
+            (a ``TensorDataset``), ``"loader"`` (a ``DataLoader``), ``"batch"`` (what iterating a loader gives: a
+            tensor or a tuple, list or dict of tensors) or ``"unknown"``.
         where: :data:`HOST`, :data:`DEVICE` or ``None`` (unknown).
         origin: The statement that bound it (reported instead of the use, so the fix goes where the value is made).
         name: The name it was bound to, for messages.
@@ -249,6 +257,23 @@ def merge(a: dict[str, Val], b: dict[str, Val], available: Callable[[], bool] | 
         if old is not val:
             merged[key] = val if old is None else join(old, val, available)
     return merged
+
+
+def moves_items(loop: ast.For | ast.AsyncFor | ast.comprehension, body: list[ast.stmt] | None) -> bool:
+    """Whether the loop's body moves some of the names its target binds.
+
+    ``x.to(device)``, ``batch[0].cuda()``: its author knows the loader's items arrive on the host.
+    """
+    names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    for stmt in body or ():
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
+                receiver: ast.AST = node.func.value
+                while isinstance(receiver, ast.Subscript | ast.Attribute | ast.Call):
+                    receiver = receiver.func if isinstance(receiver, ast.Call) else receiver.value
+                if isinstance(receiver, ast.Name) and receiver.id in names:
+                    return True
+    return False
 
 
 def short(text: str) -> str:

@@ -1,0 +1,251 @@
+"""The bug-injection benchmark: ``ferry lint`` and ``ferry run --sanitize`` on mutants of real programs.
+
+Usage::
+
+    python benchmarks/detection/run_benchmark.py [--jobs 2] [--json out.json] [--markdown] [program.py ...]
+
+For each correct program of ``programs/`` (training and inference scripts modeled on public examples; each names its
+source): a trace of its clean run on pretend GPUs says what each ``.to``/``.cuda``/``.cpu``/``.eval`` call's receiver
+is; :mod:`inject` writes one mutant per place where a bug class fits. A mutant counts only when its bug shows:
+
+* classes whose effect shows on a GPU run on pretend GPUs (``ferry.sanitizer.pretend_cuda``); the mutant must raise
+  or print something the clean program does not (lines that differ between two clean runs, such as timings, are
+  left out of the comparison);
+* hard-coded CUDA shows on a machine without CUDA: the mutant runs on this CPU-only machine and must fail or print
+  differently;
+* ``torch.load`` without ``map_location`` and a pickled whole module change the program's files, not what it prints:
+  they count by construction (static only).
+
+Then: **static recall** (``ferry lint`` reports the class's rule on the mutant, at a line where the clean program
+has no such finding), **runtime recall** (``ferry.sanitize`` reports one of the class's finding kinds; on pretend
+GPUs, or on the CPU for hard-coded CUDA), false alarms on the clean programs (lint findings the review in
+``REVIEWED`` does not call true, and every sanitizer finding), and how many findings point at the injected line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import inject  # noqa: E402
+from run_programs import PROGRAMS, run_program  # noqa: E402
+
+from ferry.lint.engine import lint_source  # noqa: E402
+
+#: Findings of ``ferry lint`` on the clean programs, reviewed one by one: the programs keep their authors' code, and
+#: these are real problems in it (so they are not false alarms). Keyed by (program, code, line).
+REVIEWED: dict[tuple[str, str, int], str] = {
+    ("resnet_cifar.py", "FRY009", 157): "saves net.state_dict() of the DataParallel wrapper, as the original does",
+    ("resnet_cifar.py", "FRY003", 180): "the original's torch.load(ckpt_path) has no map_location",
+    ("transformer_lm.py", "FRY003", 201): "the tutorial's torch.load(best_model_params_path) has no map_location",
+    ("word_lm_lstm.py", "FRY004", 169): "the example saves the whole model with torch.save(model, f)",
+    ("word_lm_lstm.py", "FRY003", 176): "the example's torch.load(f) has no map_location",
+}
+#: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
+#: every step, and it says so; left out of the false-alarm count, reported on its own.
+HINTS = frozenset({"FRY101"})
+
+TIMEOUT = 120.0
+
+
+def _changed(clean: tuple[dict[str, Any], dict[str, Any]], result: dict[str, Any]) -> bool:
+    """Whether a run differs from the clean program's: an error, or a printed line that the clean runs agree on."""
+    if result["error"] and not clean[0]["error"]:
+        return True
+    first, second = (c["stdout"].splitlines() for c in clean)
+    lines = result["stdout"].splitlines()
+    if len(lines) != len(first):
+        return True
+    stable = [i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a == b]
+    return any(lines[i] != first[i] for i in stable)
+
+
+def _lint(name: str, source: str) -> set[tuple[str, int]]:
+    return {(d.code, d.line) for d in lint_source(source, name)}
+
+
+def baseline(path: Path) -> dict[str, Any]:
+    """The clean program: its lint findings, call-site trace, two pretend runs, a CPU run, a sanitized run."""
+    sites = inject.trace_sites(path, lambda p: run_program(p, sanitize=False, timeout=TIMEOUT))
+    pretend = (run_program(path, sanitize=False), run_program(path, sanitize=False))
+    cpu = (run_program(path, sanitize=False, pretend=False), run_program(path, sanitize=False, pretend=False))
+    sanitized = run_program(path, sanitize=True)
+    return {
+        "sites": sites,
+        "pretend": pretend,
+        "cpu": cpu,
+        "sanitized": sanitized,
+        "lint": _lint(path.name, path.read_text()),
+    }
+
+
+_BASE: dict[str, dict[str, Any]] = {}
+
+
+def static(mutant: inject.Mutant) -> dict[str, Any]:
+    """``ferry lint`` on one mutant: whether it reports the class's rule where the clean program has no finding.
+
+    Run in the parent process, before any mutant runs: a program that fails inside PyTorch can leave CPython
+    3.11's recursion counter off, after which ``ast.parse`` fails with "AST constructor recursion depth mismatch".
+    """
+    base = _BASE[mutant.program]
+    new = _lint(mutant.program, mutant.source) - base["lint"]
+    codes = inject.STATIC_CODES[mutant.code]
+    found = sorted(line for code, line in new if code in codes)
+    return {
+        "static": bool(found),
+        "static_at_line": mutant.line in found,
+        "static_other": sorted({code for code, _ in new if code not in codes and code not in HINTS}),
+    }
+
+
+def check(mutant: inject.Mutant) -> dict[str, Any]:
+    """Validate one mutant by running it, and run the sanitizer on it."""
+    base = _BASE[mutant.program]
+    _, kinds, shows = inject.CLASSES[mutant.code]
+    row: dict[str, Any] = {
+        "key": mutant.key,
+        "program": mutant.program,
+        "code": mutant.code,
+        "form": mutant.form,
+        "line": mutant.line,
+        "before": mutant.before,
+        "after": mutant.after,
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / mutant.program
+        path.write_text(mutant.source)
+        if shows is None:
+            row["valid"] = True
+            row["runtime"] = None
+            return row
+        pretend = shows == "gpu"
+        result = run_program(path, sanitize=False, pretend=pretend, timeout=TIMEOUT)
+        row["valid"] = _changed(base["pretend" if pretend else "cpu"], result)
+        row["effect"] = (result["error"] or "").split("\n")[0][:200] or "output differs"
+        if not row["valid"]:
+            row["runtime"] = None
+            return row
+        checked = run_program(path, sanitize=True, pretend=pretend, timeout=TIMEOUT)
+        found = [f for f in checked["findings"] if f["file"] == str(path)]
+        hits = [f for f in checked["findings"] if f["kind"] in kinds]
+        row["runtime"] = bool(hits)
+        row["runtime_kinds"] = sorted({f["kind"] for f in checked["findings"]})
+        row["runtime_at_line"] = any(f["line"] == mutant.line for f in hits if f["file"] == str(path))
+        row["runtime_in_program"] = bool(found)
+        return row
+
+
+def _init(bases: dict[str, dict[str, Any]]) -> None:
+    import torch
+
+    _BASE.update(bases)
+    torch.set_num_threads(1)  # one mutant per core
+
+
+def _rate(hit: int, total: int) -> str:
+    return f"{hit}/{total} ({100 * hit / total:.0f} %)" if total else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("programs", nargs="*", type=Path, help="default: every programs/*.py")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutants checked at once")
+    parser.add_argument("--json", type=Path, help="write every mutant's row here")
+    parser.add_argument("--markdown", action="store_true", help="print the per-class table as Markdown")
+    parser.add_argument("--limit", type=int, default=0, help="check at most this many mutants per program")
+    args = parser.parse_args()
+    paths = [p.resolve() for p in args.programs] or sorted(PROGRAMS.glob("*.py"))
+    started = time.monotonic()
+    bases: dict[str, dict[str, Any]] = {}
+    everything: list[inject.Mutant] = []
+    false_alarms: list[str] = []
+    hints = 0
+    for path in paths:
+        base = baseline(path)
+        bases[path.name] = base
+        for code, line in sorted(base["lint"]):
+            if code in HINTS:
+                hints += 1
+            elif (path.name, code, line) not in REVIEWED:
+                false_alarms.append(f"lint {path.name}:{line} {code}")
+        for finding in base["sanitized"]["findings"]:
+            false_alarms.append(f"sanitizer {path.name}:{finding['line']} {finding['kind']}")
+        if base["sanitized"]["error"]:
+            false_alarms.append(f"sanitizer {path.name}: {base['sanitized']['error'].splitlines()[0]}")
+        found = inject.mutants(path.name, path.read_text(), base["sites"])
+        everything.extend(found[: args.limit] if args.limit else found)
+        print(f"{path.name:<28} {len(found)} mutants", flush=True)
+    rows: list[dict[str, Any]] = []
+    _BASE.update(bases)
+    # fresh interpreters: a child forked after PyTorch's thread pool ran can hang in its first parallel operation
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+        args.jobs, mp_context=context, initializer=_init, initargs=(bases,)
+    ) as pool:
+        for mutant, row in zip(everything, pool.map(check, everything, chunksize=1), strict=True):
+            rows.append({**row, **static(mutant)})
+    valid = [r for r in rows if r["valid"]]
+    by_class: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in valid:
+        by_class[row["code"]].append(row)
+    print()
+    table = [
+        "| class | mutants | static recall | runtime recall | runtime mode |",
+        "|---|---|---|---|---|",
+    ]
+    for code in sorted(by_class):
+        group = by_class[code]
+        name, _, shows = inject.CLASSES[code]
+        runtime = [r for r in group if r["runtime"] is not None]
+        table.append(
+            f"| {code} {name} | {len(group)} | {_rate(sum(r['static'] for r in group), len(group))} | "
+            f"{_rate(sum(r['runtime'] for r in runtime), len(runtime)) if runtime else 'static only'} | "
+            f"{ {'gpu': 'pretend GPU', 'cpu': 'CPU only', None: '-'}[shows] } |"
+        )
+    runtime_all = [r for r in valid if r["runtime"] is not None]
+    table.append(
+        f"| **all** | {len(valid)} | {_rate(sum(r['static'] for r in valid), len(valid))} | "
+        f"{_rate(sum(r['runtime'] for r in runtime_all), len(runtime_all))} | |"
+    )
+    print("\n".join(table))
+    dropped = len(rows) - len(valid)
+    print(
+        f"\n{len(paths)} programs, {len(rows)} mutants written, {dropped} dropped (no effect), {len(valid)} counted; "
+        f"false alarms on the clean programs: {len(false_alarms)}; performance hints (FRY101) on them: {hints}; "
+        f"{time.monotonic() - started:.0f} s"
+    )
+    for alarm in false_alarms:
+        print(f"  false alarm: {alarm}")
+    print("\nmisses by form (static / runtime):")
+    forms: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in valid:
+        forms[(row["code"], row["form"])].append(row)
+    for (code, form), group in sorted(forms.items()):
+        runtime = [r for r in group if r["runtime"] is not None]
+        static_missed = sum(not r["static"] for r in group)
+        runtime_missed = sum(not r["runtime"] for r in runtime)
+        print(
+            f"  {code} {form:<44} {len(group):>3}  static missed {static_missed:>3}  "
+            f"runtime missed {runtime_missed if runtime else '-':>3}"
+        )
+    if args.json:
+        args.json.write_text(
+            json.dumps({"rows": rows, "false_alarms": false_alarms, "hints": hints, "table": table}, indent=1)
+        )
+
+
+if __name__ == "__main__":
+    main()
