@@ -397,6 +397,51 @@ def test_resumed_training_and_eval_are_not_reported():
     assert [] == report.findings
 
 
+def _train_steps(model, steps=2):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+
+
+def test_evaluation_after_training_without_eval_is_reported():
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        head = _head()
+        head.train()
+        _train_steps(head)
+        with torch.no_grad():
+            for _ in range(3):
+                head(torch.randn(1, 4))
+    assert "model.eval()" in str(caught[0].message)
+    assert "after it trained" in str(caught[0].message)
+    line = test_evaluation_after_training_without_eval_is_reported.__code__.co_firstlineno + 8
+    assert [("inference-in-train-mode", line)] == [(f.kind, f.where.line) for f in report.findings]
+
+
+def test_evaluation_in_the_mode_chosen_after_training_is_not_reported():
+    with ferry.sanitize() as report:
+        head = _head()
+        _train_steps(head)
+        head.eval()
+        with torch.no_grad():
+            head(torch.randn(1, 4))
+        head.train()
+        _train_steps(head)
+        head.train()  # chosen on purpose (Monte Carlo dropout): no finding
+        with torch.no_grad():
+            head(torch.randn(1, 4))
+        norm = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))
+        _train_steps(norm)
+        with torch.no_grad():  # BatchNorm only: recomputing statistics, sampling a generator
+            norm(torch.randn(2, 4))
+        fresh = _head()
+        with torch.no_grad():  # never trained here
+            fresh(torch.randn(1, 4))
+    assert [] == report.findings
+
+
 def test_data_parallel_state_dict_is_reported_before_pytorchs_error():
     saved = nn.DataParallel(nn.Linear(2, 1)).state_dict()
     model = nn.Linear(2, 1)

@@ -88,7 +88,7 @@ def reports(ctx: FileContext, code: str) -> list[Report]:
     return [r for r in found if r.code == code]
 
 
-def _local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """Functions of the file whose every call is in the file, so their parameters take what the calls pass.
 
     Defined once at the top of the file, and the name is only ever called (never passed on, decorated or rebound).
@@ -195,7 +195,7 @@ class _Flow(CallsMixin):
         self._globals: set[str] | None = None
         self._owners: set[str] = set()  # the heads of the dotted names bound in this scope (`self` of `self.x`)
         #: functions of the file whose parameters take the values their callers pass (see :meth:`_local`)
-        self.local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = _local_functions(ctx)
+        self.local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = local_functions(ctx)
         #: for each of those, the parameters' values at each call site read so far (``None``: a site passes
         #: ``*args``/``**kwargs``, so the parameters stay unknown)
         self.call_sites: dict[str, list[dict[str, Val]] | None] = {}
@@ -233,7 +233,7 @@ class _Flow(CallsMixin):
     ) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
         """``functions`` ordered so that each local function comes after every function that calls it.
 
-        Local functions: see :func:`_local_functions`. Functions in a cycle of calls keep their order (their
+        Local functions: see :func:`local_functions`. Functions in a cycle of calls keep their order (their
         parameters stay unknown).
         """
         callers: dict[ast.AST, set[ast.AST]] = {}

@@ -71,6 +71,7 @@ from collections.abc import Iterator
 
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
+from ferry.lint.rules._placement import local_functions
 from ferry.lint.rules._training import (
     before,
     calls_in,
@@ -489,11 +490,128 @@ def _kept_without_grad_off(facts: _Facts) -> Iterator[Finding]:
         )
 
 
+# -- shape 3: evaluated under no_grad after training, no eval() -------------------------------------------------------
+
+GRAD_OFF = frozenset(
+    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
+)
+
+
+def _without_grad(ctx: FileContext, node: ast.AST) -> bool:
+    """Whether ``node`` runs under ``with torch.no_grad():``/``inference_mode()`` or in a function decorated so."""
+    for above in ctx.ancestors(node):
+        if isinstance(above, ast.With | ast.AsyncWith):
+            for item in above.items:
+                expr = item.context_expr
+                if ctx.qualname(expr.func if isinstance(expr, ast.Call) else expr) in GRAD_OFF:
+                    return True
+        if isinstance(above, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in above.decorator_list:
+                if ctx.qualname(decorator.func if isinstance(decorator, ast.Call) else decorator) in GRAD_OFF:
+                    return True
+    return False
+
+
+def _trains_parameter(facts: _Facts, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
+    """Whether the local function ``func`` switches its parameter ``param`` to training mode (``param.train()``)."""
+    return any(
+        isinstance(c.func, ast.Attribute)
+        and c.func.attr == "train"
+        and not (c.args and isinstance(c.args[0], ast.Constant) and not c.args[0].value)
+        and dotted(move_chain_root(c.func.value)) == param
+        for c in facts.calls(func)
+    )
+
+
+def _argument(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr | None:
+    names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    if param in names and names.index(param) < len(call.args):
+        return call.args[names.index(param)]
+    return next((k.value for k in call.keywords if k.arg == param), None)
+
+
+def _mode_before(
+    facts: _Facts, site: ast.Call, model: str, local: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+) -> tuple[str, ast.AST] | None:
+    """The last thing the caller did to ``model``'s mode before ``site``.
+
+    ``("train", call)`` for ``model.train()`` or a call of a local function that trains it, ``("eval", call)``;
+    ``None`` when not known.
+    """
+    scope = scope_node(facts.ctx, site)
+    for call in reversed([c for c in facts.calls(scope) if before(c, site)]):
+        if _switches_mode(call, model):
+            assert isinstance(call.func, ast.Attribute)
+            return call.func.attr, call
+        if isinstance(call.func, ast.Name) and call.func.id in local:
+            callee = local[call.func.id]
+            for name in [a.arg for a in [*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs]]:
+                given = _argument(call, callee, name)
+                if given is not None and dotted(given) == model:
+                    if _trains_parameter(facts, callee, name):
+                        return "train", call
+                    if any(_switches_mode(c, name) for c in facts.calls(callee)):
+                        return None  # it chose some mode
+        elif any(dotted(a) == model for a in [*call.args, *(k.value for k in call.keywords)]):
+            return None  # handed to code that may switch the mode
+    return None
+
+
+def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
+    """Evaluation in training mode, after training, in a function of the file.
+
+    The function predicts under ``no_grad`` with a model it is given and never switches its mode, and every caller
+    last switched that model to training mode.
+    """
+    ctx = facts.ctx
+    local = local_functions(ctx)
+    for func in local.values():
+        if facts.trains(func, with_losses=False):
+            continue
+        calls = facts.calls(func)
+        params = [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
+        for param in params:
+            if any(_switches_mode(c, param) for c in calls):
+                continue
+            predictions = [c for c in calls if _is_model_call(c, param) and _without_grad(ctx, c)]
+            if not predictions:
+                continue
+            first = predictions[0]
+            if any(
+                before(c, first) and any(dotted(a) == param for a in [*c.args, *(k.value for k in c.keywords)])
+                for c in calls
+            ):
+                continue  # handed to another function first, which may switch the mode
+            sites = [n for n in ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == func.name]
+            modes = []
+            for site in sites:
+                given = _argument(site, func, param)
+                name = dotted(given) if given is not None else None
+                mode = _mode_before(facts, site, name, local) if name else None
+                _, built = facts.binding(name, site) if name else (False, None)
+                if mode is None or mode[0] != "train" or (built is not None and facts.mode_free(built)):
+                    break
+                modes.append((site, mode[1]))
+            else:
+                if not modes:
+                    continue
+                site, switch = modes[0]
+                yield Finding(
+                    first,
+                    message=f"`{param}` is called under `torch.no_grad()` for evaluation in training mode: before "
+                    f"`{func.name}(...)` (line {site.lineno}) it was last switched to training "
+                    f"(line {getattr(switch, 'lineno', 0)}), and `{func.name}` never calls `{param}.eval()`; dropout "
+                    f"stays active and batch norm uses batch statistics; fix: call `{param}.eval()` at the start of "
+                    f"`{func.name}` (and `{param}.train()` before training again)",
+                )
+
+
 def check(ctx: FileContext) -> Iterator[Finding]:
-    """Yield predictions by models left in training mode after loading, and inference loops that keep graphs."""
+    """Yield predictions by models left in training mode after loading or training, and loops that keep graphs."""
     facts = _Facts(ctx)
     yield from _loaded_without_eval(facts)
     yield from _kept_without_grad_off(facts)
+    yield from _evaluated_after_training(facts)
 
 
 RULE = Rule(
