@@ -1,7 +1,8 @@
 """FRY008 optimizer-state-loaded-before-move.
 
 ## What it does
-Finds ``optimizer.load_state_dict(...)`` followed, in the same function (or at module level), by a move of the model
+Finds ``optimizer.load_state_dict(...)``, or an optimizer that creates its state when it is built (``Adagrad``),
+followed, in the same function (or at module level), by a move of the model
 that the optimizer was built for to an accelerator (``model.to(device)``, ``model.cuda()``). Both lines are
 reported: the load, and the move that comes too late.
 
@@ -14,7 +15,8 @@ the optimizer is handed to some other call after the load (``ferry.place(model, 
 ## Why is this bad
 ``Optimizer.load_state_dict`` casts every state tensor (Adam's ``exp_avg``, SGD's ``momentum_buffer``) to the
 device of its parameter *at the time of the call*. ``Module.to`` moves parameters and buffers but never the
-optimizer state, so after a later move the state stays on the CPU and the first ``optimizer.step()`` fails with
+optimizer state, so after a later move the state stays on the CPU (``Adagrad`` makes its ``sum`` state in its
+constructor, on the parameters' device at that time: the same problem) and the first ``optimizer.step()`` fails with
 "Expected all tensors to be on the same device" (pytorch#8741, pytorch#2830).
 
 ## Example
@@ -51,6 +53,7 @@ from collections.abc import Iterator
 
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
+from ferry.lint.rules._placement import local_functions
 from ferry.lint.rules._training import (
     before,
     calls_in,
@@ -110,8 +113,51 @@ def _belongs(model: str, candidates: set[str]) -> bool:
     return any(c == model or c.startswith(model + ".") for c in candidates)
 
 
-def _handled_later(ctx: FileContext, scope_calls: list[ast.Call], scope: ast.AST, opt: str, load: ast.Call) -> bool:
-    """Whether the optimizer is handed to a call, or its ``.state`` touched, after the load."""
+#: Optimizers that create their state when they are built (Adagrad's ``sum``), on the parameters' device then.
+EAGER_STATE = frozenset({"torch.optim.Adagrad", "torch.optim.adagrad.Adagrad"})
+
+
+def _state_events(ctx: FileContext) -> Iterator[tuple[ast.Call, str, set[str], bool]]:
+    """``(call, optimizer, models, eager)`` for each event that puts optimizer state on the parameters' device.
+
+    Each ``opt.load_state_dict(...)`` of an optimizer built in the same scope, and each eager-state optimizer built
+    (``eager``), with the names of the models it serves.
+    """
+    for call in ctx.nodes(ast.Call):
+        callee = call.func
+        if isinstance(callee, ast.Attribute) and callee.attr == "load_state_dict" and call.args:
+            opt = dotted(callee.value)
+            if opt is None or not is_optimizer(ctx, callee.value):
+                continue
+            built = _binding_value(ctx, opt, call)
+            if built is None:
+                continue  # an optimizer passed in: which model it serves, and where that is, is not known here
+            candidates = _models_of(built)
+            if candidates:
+                yield call, opt, candidates, False
+        elif ctx.call_name(call) in EAGER_STATE and call.args:
+            parent = ctx.parent(call)
+            if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is call:
+                opt = dotted(parent.targets[0])
+                candidates = {m for m in _models_of(call) if m != opt}
+                if opt is not None and candidates:
+                    yield call, opt, candidates, True
+
+
+def _handled_later(
+    ctx: FileContext,
+    scope_calls: list[ast.Call],
+    scope: ast.AST,
+    opt: str,
+    load: ast.Call,
+    move: ast.Call,
+    local: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+) -> bool:
+    """Whether the optimizer is handed to a call, or its ``.state`` touched, after the load.
+
+    A function of this file that gets the optimizer after the move (``train(model, opt)``) handles it only if it
+    touches the state or hands the optimizer on.
+    """
     for node in walk_scope(scope):
         if not before(load, node):
             continue
@@ -124,6 +170,17 @@ def _handled_later(ctx: FileContext, scope_calls: list[ast.Call], scope: ast.AST
         if "sched" in callee.lower() or callee.startswith("torch.optim.lr_scheduler."):
             continue  # an LR scheduler does not move state
         if any(dotted(arg) == opt for arg in [*call.args, *(k.value for k in call.keywords)]):
+            name = call.func.id if isinstance(call.func, ast.Name) else None
+            if before(move, call) and name in local and not _touches_state(local[name]):
+                continue
+            return True
+    return False
+
+
+def _touches_state(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function reads an optimizer's ``state`` or hands things to ``place``/``prepare``."""
+    for node in ast.walk(func):
+        if isinstance(node, ast.Attribute) and node.attr in ("state", "place", "prepare", "load_state_dict"):
             return True
     return False
 
@@ -132,17 +189,8 @@ def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield each optimizer state load that runs before its model moves to the device, and that move."""
     reported: set[ast.AST] = set()
     scope_calls: dict[ast.AST, list[ast.Call]] = {}
-    for load in ctx.nodes(ast.Call):
-        callee = load.func
-        if not (isinstance(callee, ast.Attribute) and callee.attr == "load_state_dict" and load.args):
-            continue
-        opt = dotted(callee.value)
-        if opt is None or not is_optimizer(ctx, callee.value):
-            continue
-        built = _binding_value(ctx, opt, load)
-        if built is None:
-            continue  # an optimizer passed in: which model it serves, and where that is, is not known here
-        candidates = _models_of(built)
+    local = local_functions(ctx)
+    for load, opt, candidates, eager in _state_events(ctx):
         if not candidates:
             continue
         scope = scope_node(ctx, load)
@@ -164,24 +212,36 @@ def check(ctx: FileContext) -> Iterator[Finding]:
             value = _binding_value(ctx, model, load)
             if value is None or any(isinstance(c, ast.Call) and is_device_move(ctx, c) for c in ast.walk(value)):
                 continue  # not built here, or built on the device already
-            if _handled_later(ctx, calls, scope, opt, load):
+            if _handled_later(ctx, calls, scope, opt, load, move, local):
                 break
-            fix = f"move `{model}` first, or use `ferry.place({model}, device, optimizer={opt})`"
+            if eager:
+                built_name = ctx.call_name(load) or "the optimizer"
+                fix = f"build `{opt}` after moving `{model}`, or use `ferry.place({model}, device, optimizer={opt})`"
+                what = f"`{opt} = {built_name.rsplit('.', 1)[-1]}(...)` creates its state when it is built"
+                first = (
+                    f"{what}, before `{model}` is moved to the device (line {move.lineno}): the state is made on the "
+                    f"parameters' current device and stays there when `{model}` moves, so `{opt}.step()` fails with "
+                    f"a device mismatch; fix: {fix}"
+                )
+                event = f"`{opt}` is built (it creates its state then)"
+            else:
+                fix = f"move `{model}` first, or use `ferry.place({model}, device, optimizer={opt})`"
+                first = (
+                    f"`{opt}.load_state_dict(...)` runs before `{model}` is moved to the device (line "
+                    f"{move.lineno}): the state is cast to the parameters' current device and stays there when "
+                    f"`{model}` moves, so `{opt}.step()` fails with a device mismatch; fix: {fix}"
+                )
+                event = f"`{opt}.load_state_dict(...)`"
             if load not in reported:
                 reported.add(load)
-                yield Finding(
-                    load,
-                    message=f"`{opt}.load_state_dict(...)` runs before `{model}` is moved to the device (line "
-                    f"{move.lineno}): the state is cast to the parameters' current device and stays there when "
-                    f"`{model}` moves, so `{opt}.step()` fails with a device mismatch; fix: {fix}",
-                )
+                yield Finding(load, message=first)
             if move not in reported:
                 reported.add(move)
                 yield Finding(
                     move,
-                    message=f"`{model}` is moved to the device after `{opt}.load_state_dict(...)`: the same problem "
-                    f"as reported at line {load.lineno}, seen from the move (`Module.to` does not move optimizer "
-                    f"state, which stays behind); one fix repairs both: {fix}",
+                    message=f"`{model}` is moved to the device after {event}: the same problem as reported at line "
+                    f"{load.lineno}, seen from the move (`Module.to` does not move optimizer state, which stays "
+                    f"behind); one fix repairs both: {fix}",
                 )
             break
 
