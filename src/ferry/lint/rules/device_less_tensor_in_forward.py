@@ -65,6 +65,7 @@ from functools import cached_property
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.kinds import NOT_TENSOR_FUNCTIONS, NOT_TENSOR_SUBMODULES, TENSOR_ATTRIBUTES, TENSOR_SUBMODULES
 from ferry.lint.model import Edit, Finding, Fix, Rule
+from ferry.lint.rules._attributes import unregistered
 from ferry.lint.rules._tensors import (
     Places,
     binding,
@@ -934,6 +935,15 @@ def _layers_in_forward(ctx: FileContext) -> Iterator[Finding]:
 def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield each CPU factory whose tensor meets input tensors, and each parameterised layer built in ``forward``."""
     yield from _layers_in_forward(ctx)
+    for plain in unregistered(ctx)[0]:
+        value = ctx.segment(plain.assign.value)
+        yield Finding(
+            plain.assign,
+            message=f"`self.{plain.attr}` is a plain tensor attribute of `{plain.cls}`, made on the CPU, and "
+            f"`{plain.method}` combines it with other tensors (line {getattr(plain.use, 'lineno', 0)}): "
+            f"`model.to(device)` moves parameters and buffers, not plain attributes, so on a GPU it stays behind; "
+            f'fix: `self.register_buffer("{plain.attr}", {value})`',
+        )
     flow = Flow(ctx)
     flow.run()
     for origin in sorted(flow.meetings, key=_position):

@@ -44,6 +44,7 @@ from collections.abc import Iterator
 
 from ferry.lint.context import FileContext
 from ferry.lint.model import Finding, Rule
+from ferry.lint.rules._attributes import unregistered
 from ferry.lint.rules._placement import reports
 
 
@@ -51,6 +52,14 @@ def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield each module that is never moved while its input is on the device."""
     for found in reports(ctx, "FRY007"):
         yield Finding(found.node, message=found.message)
+    for plain in unregistered(ctx)[1]:
+        wrapper = "nn.ModuleList" if plain.container == "list" else "nn.ModuleDict"
+        yield Finding(
+            plain.assign,
+            message=f"`self.{plain.attr}` keeps modules in a plain {plain.container} in `{plain.cls}`: `Module.to`, "
+            f"`.parameters()` and `state_dict()` never see them, so they stay on the CPU, are not trained and are "
+            f"not saved; fix: `self.{plain.attr} = {wrapper}(...)` around the same {plain.container}",
+        )
 
 
 RULE = Rule(

@@ -1,0 +1,173 @@
+"""What ``Module.to`` never reaches: plain tensor attributes and plain containers of modules in a module class.
+
+Not a rule. ``Module.to``, ``.cuda()``, ``.parameters()`` and ``state_dict()`` see parameters, buffers and submodules
+registered on the module (assigned as ``nn.Module``/``nn.Parameter`` attributes, ``register_buffer``,
+``nn.ModuleList``/``nn.ModuleDict``). A tensor kept as a plain attribute (``self.scale = torch.ones(4)``) and modules
+kept in a plain ``list``/``dict`` (``self.heads = [nn.Linear(4, 2), ...]``) are not registered: after
+``model.to(device)`` they are still on the CPU. FRY005 reports the tensors (where they meet the input in a method),
+FRY007 the containers.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from dataclasses import dataclass
+
+from ferry.lint.context import FileContext, dotted
+from ferry.lint.rules._placement_values import FACTORIES, LEGACY_HOST, PARAMETERIZED
+
+#: Methods a class overrides when it moves its own attributes.
+_MOVING_METHODS = frozenset({"_apply", "to", "cuda", "cpu", "_load_from_state_dict"})
+#: Arithmetic that fails when a CPU tensor meets a device tensor with more than zero dimensions.
+_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.FloorDiv, ast.Pow, ast.Mod)
+
+
+@dataclass(frozen=True)
+class PlainTensor:
+    """``self.<attr> = <host factory>`` in ``__init__`` of a module class, used in arithmetic in a method."""
+
+    assign: ast.Assign
+    cls: str
+    attr: str
+    use: ast.AST
+    method: str
+
+
+@dataclass(frozen=True)
+class PlainContainer:
+    """``self.<attr> = [nn.Linear(...), ...]``: modules built into a plain list or dict of a module class."""
+
+    assign: ast.Assign
+    cls: str
+    attr: str
+    container: str  # "list" or "dict"
+
+
+_CACHE: weakref.WeakKeyDictionary[FileContext, tuple[list[PlainTensor], list[PlainContainer]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def unregistered(ctx: FileContext) -> tuple[list[PlainTensor], list[PlainContainer]]:
+    """The plain tensor attributes used in arithmetic, and the plain containers of modules, of the file's classes."""
+    if ctx not in _CACHE:
+        tensors: list[PlainTensor] = []
+        containers: list[PlainContainer] = []
+        if "torch" in ctx.source:
+            for cls in ctx.nodes(ast.ClassDef):
+                if ctx.kinds.class_is_module(cls.name) and ctx.kinds.classes.get(cls.name) is cls:
+                    _scan(ctx, cls, tensors, containers)
+        _CACHE[ctx] = (tensors, containers)
+    return _CACHE[ctx]
+
+
+def _methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    return {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _self_attribute(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _scan(ctx: FileContext, cls: ast.ClassDef, tensors: list[PlainTensor], containers: list[PlainContainer]) -> None:
+    methods = _methods(cls)
+    init = methods.get("__init__")
+    if init is None or _MOVING_METHODS & methods.keys():
+        return
+    assigned: dict[str, list[ast.Assign]] = {}
+    mentioned: set[str] = set()  # attributes named in a string (register_buffer("x", ...), setattr, __dict__)
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                attr = _self_attribute(target)
+                if attr is not None:
+                    assigned.setdefault(attr, []).append(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            mentioned.add(node.value)
+    for stmt in ast.walk(init):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        attr = _self_attribute(stmt.targets[0])
+        if attr is None or attr in mentioned or len(assigned.get(attr, [])) != 1:
+            continue
+        value = stmt.value
+        if _host_factory(ctx, value):
+            use = _arithmetic_use(ctx, methods, attr)
+            if use is not None:
+                tensors.append(PlainTensor(stmt, cls.name, attr, use[0], use[1]))
+        else:
+            kind = _module_container(ctx, value)
+            if kind is not None:
+                containers.append(PlainContainer(stmt, cls.name, attr, kind))
+
+
+def _host_factory(ctx: FileContext, value: ast.expr) -> bool:
+    """A torch factory without ``device=`` (not a zero-dimensional ``torch.tensor(2.0)``), or a legacy constructor."""
+    if not isinstance(value, ast.Call):
+        return False
+    full = ctx.call_name(value) or ""
+    head, _, last = full.rpartition(".")
+    if any(k.arg in ("device", None) for k in value.keywords):
+        return False
+    if full in LEGACY_HOST:
+        return bool(value.args)
+    if head != "torch":
+        return False
+    if last in ("tensor", "as_tensor"):
+        return bool(value.args) and isinstance(value.args[0], ast.List | ast.Tuple | ast.ListComp)
+    return last in FACTORIES
+
+
+def _arithmetic_use(
+    ctx: FileContext, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], attr: str
+) -> tuple[ast.AST, str] | None:
+    """The first place a method other than ``__init__`` combines ``self.<attr>`` in arithmetic or a torch call."""
+    for name, method in methods.items():
+        if name == "__init__":
+            continue
+        for node in ast.walk(method):
+            if _self_attribute(node) != attr or not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+                continue
+            parent = ctx.parent(node)
+            if isinstance(parent, ast.BinOp) and isinstance(parent.op, _ARITHMETIC):
+                return parent, name
+            if isinstance(parent, ast.Call) and node in parent.args:
+                full = ctx.call_name(parent) or ""
+                if full.startswith(("torch.", "torch.nn.functional.")) and full.rpartition(".")[2] not in (
+                    "is_tensor",
+                    "numel",
+                    "typename",
+                ):
+                    return parent, name
+    return None
+
+
+def _module_container(ctx: FileContext, value: ast.expr) -> str | None:
+    """``"list"``/``"dict"`` when ``value`` builds parameterized modules straight into a plain list or dict."""
+    if isinstance(value, ast.List | ast.Tuple):
+        items: list[ast.expr] = list(value.elts)
+        kind = "list"
+    elif isinstance(value, ast.ListComp):
+        items, kind = [value.elt], "list"
+    elif isinstance(value, ast.Dict):
+        items, kind = [v for v in value.values if v is not None], "dict"
+    elif isinstance(value, ast.DictComp):
+        items, kind = [value.value], "dict"
+    else:
+        return None
+    if items and all(_builds_parameterized(ctx, item) for item in items):
+        return kind
+    return None
+
+
+def _builds_parameterized(ctx: FileContext, node: ast.expr) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    full = ctx.call_name(node) or ""
+    if full.startswith("torch.nn.") and full.rpartition(".")[2] in PARAMETERIZED | {"Sequential"}:
+        return True
+    name = dotted(node.func)
+    return name is not None and name in ctx.kinds.classes and ctx.kinds.class_is_module(name)
