@@ -353,8 +353,10 @@ def discarded_moves(src: Source) -> Iterator[Mutant]:
 
 def _move_form(src: Source, call: ast.Call) -> str:
     parent = src.parents.get(call)
+    assert isinstance(call.func, ast.Attribute)
+    direct = call.func.value
     receiver = _root(call)
-    if isinstance(receiver, ast.Call) and src.segment(receiver.func).split(".")[-1] in FACTORIES:
+    if isinstance(direct, ast.Call) and src.segment(direct.func).split(".")[-1] in FACTORIES:
         form = "factory result"
     elif isinstance(receiver, ast.Name) and src.loop_over_loader(call, receiver.id):
         form = "DataLoader item"
