@@ -45,6 +45,7 @@ from ferry.lint.rules._placement_values import (
     HARMLESS_CONTEXTS,
     HARMLESS_READS,
     HOST,
+    MOVES,
     NOT_TENSOR_ATTRIBUTES,
     NUMBER,
     OTHER,
@@ -113,6 +114,36 @@ def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFu
         for name in stmt.names:
             plain.pop(name, None)
     return plain
+
+
+def _module_level_nodes(tree: ast.Module) -> list[ast.AST]:
+    """The nodes of the module's own code (not inside functions, classes or lambdas)."""
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _bound_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names the function binds itself (local names, which hide globals)."""
+    names: set[str] = set()
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            continue
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        if not isinstance(node, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
+    return names
 
 
 def _loader_name(node: ast.Name | ast.Attribute) -> bool:
@@ -199,6 +230,8 @@ class _Flow(CallsMixin):
         #: for each of those, the parameters' values at each call site read so far (``None``: a site passes
         #: ``*args``/``**kwargs``, so the parameters stay unknown)
         self.call_sites: dict[str, list[dict[str, Val]] | None] = {}
+        #: the module's environment when its code first calls a function of the file (the globals that function sees)
+        self.first_call_env: dict[str, Val] | None = None
 
     # -- scopes -----------------------------------------------------------------------------------------------
 
@@ -213,6 +246,7 @@ class _Flow(CallsMixin):
             *self.ctx.nodes(ast.FunctionDef),
             *self.ctx.nodes(ast.AsyncFunctionDef),
         ]
+        seeds = self._globals_seen_by_functions(self.first_call_env if self.first_call_env is not None else self.env)
         done: set[ast.AST] = {tree}
         for func in self._callers_first(functions):
             params: dict[str, Val] = {}
@@ -222,11 +256,47 @@ class _Flow(CallsMixin):
                 if arg is not None:
                     given = passed.get(arg.arg, UNKNOWN)
                     params[arg.arg] = given if given.what != "unknown" else self._parameter(arg)
+            if seeds:
+                local = _bound_names(func)
+                for name, val in seeds.items():
+                    if name not in local and name not in params:
+                        params[name] = val
             self._scope(func, func.body, params, frozenset(declared.get(func, ())))
             done.add(func)
         return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
 
     # -- functions of the file: callers first, parameters from the call sites ----------------------------------
+
+    def _globals_seen_by_functions(self, module_env: dict[str, Val]) -> dict[str, Val]:
+        """Module-level names bound once, with their values when the module's code first calls a function of the file.
+
+        ``module_env``: the environment at that first call (``main()`` or ``train(epoch)`` at the bottom), or at the
+        end of the module's code. Left out: names some function declares ``global``, and modules that some function
+        moves or hands to another call (they may be anywhere when it runs).
+        """
+        bound: dict[str, int] = {}
+        for node in _module_level_nodes(self.ctx.tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound[node.id] = bound.get(node.id, 0) + 1
+        handled: set[str] = set()
+        for func in [*self.ctx.nodes(ast.FunctionDef), *self.ctx.nodes(ast.AsyncFunctionDef)]:
+            for node in ast.walk(func):
+                if isinstance(node, ast.Call):
+                    if isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
+                        handled.add(dotted(node.func.value) or "")
+                    for arg in [*node.args, *(k.value for k in node.keywords)]:
+                        if isinstance(arg, ast.Name):
+                            handled.add(arg.id)
+        seeds: dict[str, Val] = {}
+        for name, val in module_env.items():
+            if "." in name or bound.get(name) != 1 or name in self.global_names():
+                continue
+            if val.what == "module" and name in handled:
+                continue
+            placed = val.what in ("module", "any", *TENSORISH, "device") and val.where is not None
+            if placed or val.what in ("loader", "dataset"):
+                seeds[name] = val
+        return seeds
 
     def _callers_first(
         self, functions: list[ast.FunctionDef | ast.AsyncFunctionDef]
@@ -294,6 +364,8 @@ class _Flow(CallsMixin):
         """
         assert isinstance(node.func, ast.Name)
         func = self.local_functions[node.func.id]
+        if self.first_call_env is None and self.scope is self.ctx.tree:
+            self.first_call_env = dict(self.env)
         params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
         given: dict[str, Val] | None = {}
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
@@ -381,7 +453,8 @@ class _Flow(CallsMixin):
         elif isinstance(stmt, ast.Match):
             self._match(stmt)
         elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            self._forget(stmt.name)
+            self.env.pop(stmt.name, None)  # a class or function of the file: calls of it are known by its name
+            self.drop_below(stmt.name)
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             for alias in stmt.names:  # an import is a path to functions, not a value
                 imported = (alias.asname or alias.name).split(".")[0]

@@ -352,7 +352,7 @@ class CallsMixin(DevicesMixin):
         For other datasets they are on the host only where the loop that reads them shows it (see
         :func:`moves_items`). A ``collate_fn`` may put them anywhere: unknown.
         """
-        if any(k.arg in ("collate_fn", None) for k in node.keywords) or len(node.args) > 5:
+        if any(k.arg == "collate_fn" for k in node.keywords) or len(node.args) > 5:
             return UNKNOWN
         dataset = args[0] if args else kwargs.get("dataset", UNKNOWN)
         if dataset.what == "dataset":
