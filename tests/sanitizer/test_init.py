@@ -170,6 +170,16 @@ def test_unavailable_device_is_reported_at_the_users_line():
     assert "cuda" == caught.value.requested
 
 
+def test_module_cuda_without_cuda_is_reported_at_the_users_line():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    model = nn.Linear(2, 2)
+    with pytest.raises(ferry.DeviceError, match="this machine has no cuda") as caught, ferry.sanitize():
+        model.cuda()  # Module.cuda() calls `t.cuda(None)` for each tensor
+    line = test_module_cuda_without_cuda_is_reported_at_the_users_line.__code__.co_firstlineno + 5
+    assert f"test_init.py:{line}: `model.cuda()`" in str(caught.value)
+
+
 def test_no_mode_is_installed_when_not_enabled():
     assert 0 == torch._C._len_torch_function_stack()
     with ferry.sanitize():

@@ -152,7 +152,8 @@ class SanitizerMode(TorchFunctionMode):
         name = func.__name__
         target: Any = kwargs.get("device")
         if name in ("cuda", "mps", "xpu"):
-            target = target if target is not None else (args[1] if len(args) > 1 else name)
+            given = args[1] if len(args) > 1 else None  # Module.cuda() calls `t.cuda(None)`: the current device
+            target = target if target is not None else (given if given is not None else name)
         elif name == "to" and target is None:
             target = next((a for a in args[1:] if isinstance(a, (str, torch.device))), None)
         if target is not None:
