@@ -174,9 +174,10 @@ def test_module_cuda_without_cuda_is_reported_at_the_users_line():
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     model = nn.Linear(2, 2)
+    # Module.cuda() calls `t.cuda(None)` for each tensor
     with pytest.raises(ferry.DeviceError, match="this machine has no cuda") as caught, ferry.sanitize():
-        model.cuda()  # Module.cuda() calls `t.cuda(None)` for each tensor
-    line = test_module_cuda_without_cuda_is_reported_at_the_users_line.__code__.co_firstlineno + 5
+        model.cuda()
+    line = test_module_cuda_without_cuda_is_reported_at_the_users_line.__code__.co_firstlineno + 6
     assert f"test_init.py:{line}: `model.cuda()`" in str(caught.value)
 
 
@@ -439,7 +440,7 @@ def test_evaluation_in_the_mode_chosen_after_training_is_not_reported():
             head(torch.randn(1, 4))
         head.train()
         _train_steps(head)
-        head.train()  # chosen on purpose (Monte Carlo dropout): no finding
+        head.train(mode=True)  # chosen on purpose (Monte Carlo dropout): no finding
         with torch.no_grad():
             head(torch.randn(1, 4))
         norm = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4))

@@ -52,9 +52,11 @@ class Patches:
             mode.train_mode.loaded(self)
             return result
 
-        def checked_train(self: nn.Module, mode_: bool = True) -> nn.Module:
-            mode.train_mode.chosen(self)
-            return train(self, mode_)
+        watch = mode.train_mode
+
+        def checked_train(self: nn.Module, mode: bool = True) -> nn.Module:  # `mode=` as in nn.Module.train
+            watch.chosen(self)
+            return train(self, mode)
 
         self._replace(torch, "from_numpy", checked_from_numpy)
         self._replace(nn.Module, "load_state_dict", checked_load_state_dict)
