@@ -525,6 +525,9 @@ class Flow:
                 return self._helper(node, helper)
             kind = ctx.kind(func.value)
             if kind is not None and kind.is_module:
+                if _self_chain(func) and func.attr not in MODULE_METHODS:  # `self.transformer.wte(idx)`
+                    self._module_call(node)
+                    return Dev("input")  # a submodule's output
                 return None  # `self.block.method(...)`: not followed
             method = func.attr
             if method in ("to", "cuda", "type_as", "cpu"):
@@ -765,6 +768,26 @@ def _root_name(node: ast.AST) -> ast.Name | None:
 
 def _zero(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool)
+
+
+#: Methods of ``nn.Module`` (a call of one of these on a submodule is not a call of a sub-submodule).
+MODULE_METHODS = frozenset(
+    """
+    forward apply to cuda cpu xpu mps half float double bfloat16 type train eval zero_grad parameters
+    named_parameters buffers named_buffers children named_children modules named_modules state_dict
+    load_state_dict register_buffer register_parameter register_module add_module get_submodule get_parameter
+    get_buffer requires_grad_ extra_repr to_empty share_memory register_forward_hook register_forward_pre_hook
+    register_full_backward_hook register_backward_hook keys values items
+    """.split()
+)
+
+
+def _self_chain(func: ast.Attribute) -> bool:
+    """``self.a.b``: attributes all the way down to ``self``."""
+    node: ast.AST = func.value
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id == "self"
 
 
 def _submodule(func: ast.AST) -> bool:
