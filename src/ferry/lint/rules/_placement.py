@@ -230,8 +230,15 @@ class _Flow(CallsMixin):
         #: for each of those, the parameters' values at each call site read so far (``None``: a site passes
         #: ``*args``/``**kwargs``, so the parameters stay unknown)
         self.call_sites: dict[str, list[dict[str, Val]] | None] = {}
-        #: the module's environment when its code first calls a function of the file (the globals that function sees)
+        #: the module's environment when its code first calls a function of the file as a statement (``main()``):
+        #: the globals that function sees
         self.first_call_env: dict[str, Val] | None = None
+        #: the globals the file's functions see (set once the module's code has been read)
+        self.seeds: dict[str, Val] | None = None
+        #: for a function read only for what it returns: the values of its ``return`` statements
+        self.returns: list[Val] | None = None
+        self.depth = 0  # how many calls deep this reading of a function is
+        self._returned_memo: dict[tuple[object, ...], Val] = {}
 
     # -- scopes -----------------------------------------------------------------------------------------------
 
@@ -247,6 +254,7 @@ class _Flow(CallsMixin):
             *self.ctx.nodes(ast.AsyncFunctionDef),
         ]
         seeds = self._globals_seen_by_functions(self.first_call_env if self.first_call_env is not None else self.env)
+        self.seeds = seeds
         done: set[ast.AST] = {tree}
         for func in self._callers_first(functions):
             params: dict[str, Val] = {}
@@ -356,7 +364,52 @@ class _Flow(CallsMixin):
     def _calls_of(self, name: str) -> list[ast.Call]:
         return [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == name]
 
-    def record_call(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> set[ast.expr]:
+    def returned(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> Val:
+        """What a call of a local function returns, read from its body with the values the call passes.
+
+        Two calls deep at most; a generator, ``*args``/``**kwargs`` at the call, or a function without ``return``
+        statements give an unknown value.
+        """
+        assert isinstance(node.func, ast.Name)
+        func = self.local_functions[node.func.id]
+        if self.depth >= 2 or any(isinstance(n, ast.Yield | ast.YieldFrom | ast.Await) for n in ast.walk(func)):
+            return UNKNOWN
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return UNKNOWN
+        names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+        if len(node.args) > len(names):
+            return UNKNOWN
+        params: dict[str, Val] = dict(zip(names, args, strict=False))
+        params.update({k: v for k, v in kwargs.items() if k is not None})
+        params = {k: replace(v, origin=None, name=k) for k, v in params.items()}
+        seen = self.seeds if self.seeds is not None else (self.env if self.scope is self.ctx.tree else {})
+        local = _bound_names(func)
+        env = {k: v for k, v in seen.items() if "." not in k and k not in local and k not in params}
+        env.update(params)
+        key = (func, tuple(sorted((k, v.what, v.where, v.dev) for k, v in env.items())))
+        if key in self._returned_memo:
+            return self._returned_memo[key]
+        self._returned_memo[key] = UNKNOWN  # recursion guard
+        reader = _Flow(self.ctx)
+        reader.local_functions = self.local_functions
+        reader.seeds = self.seeds
+        reader.depth = self.depth + 1
+        reader.returns = []
+        reader._classes = self._classes
+        reader._scope(func, func.body, env, frozenset())
+        vals = reader.returns
+        result = UNKNOWN
+        if vals:
+            result = vals[0]
+            for other in vals[1:]:
+                result = join(result, other, None)
+            result = replace(result, origin=None, name=None)
+        self._returned_memo[key] = result
+        return result
+
+    def record_call(
+        self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val], top: bool = False
+    ) -> set[ast.expr]:
         """Note what a call of a local function passes for each parameter.
 
         Returns the arguments that the function may move or keep; the others it only reads, so they keep their
@@ -364,7 +417,7 @@ class _Flow(CallsMixin):
         """
         assert isinstance(node.func, ast.Name)
         func = self.local_functions[node.func.id]
-        if self.first_call_env is None and self.scope is self.ctx.tree:
+        if top and self.first_call_env is None and self.scope is self.ctx.tree:  # `main()`, `train(epoch)`
             self.first_call_env = dict(self.env)
         params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
         given: dict[str, Val] | None = {}
@@ -436,9 +489,12 @@ class _Flow(CallsMixin):
         elif isinstance(stmt, ast.AugAssign):
             self._augmented(stmt)
         elif isinstance(stmt, ast.Return | ast.Raise):
+            val = OTHER
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
-                    self.ev(child)
+                    val = self.ev(child)
+            if isinstance(stmt, ast.Return) and self.returns is not None and not self.silent:
+                self.returns.append(val)
             return True
         elif isinstance(stmt, ast.Break | ast.Continue):
             return True
@@ -923,6 +979,6 @@ class _Flow(CallsMixin):
 
     def report(self, code: str, node: ast.AST, message: str) -> None:
         """Record a finding (once per rule and line; not during the first, silent reading of a loop body)."""
-        if self.silent:
+        if self.silent or self.returns is not None:  # a function read for its return value reports nothing
             return
         self.found.setdefault((code, line(node)), Report(code, node, message))

@@ -64,7 +64,10 @@ class CallsMixin(DevicesMixin):
 
     if TYPE_CHECKING:
 
-        def record_call(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> set[ast.expr]: ...
+        def record_call(
+            self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val], top: bool = False
+        ) -> set[ast.expr]: ...
+        def returned(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> Val: ...
         def ev(self, node: ast.expr, top: bool = False) -> Val: ...
         def report(self, code: str, node: ast.AST, message: str) -> None: ...
         def label(self, val: Val, node: ast.AST) -> str: ...
@@ -91,8 +94,8 @@ class CallsMixin(DevicesMixin):
         if callee is not None and callee.what in ("module", "any"):
             return self._call_module(node, callee, args, kwargs)
         if self._is_local_call(func):
-            self._escape(node, only=self.record_call(node, args, kwargs))
-            return UNKNOWN
+            self._escape(node, only=self.record_call(node, args, kwargs, top))
+            return self.returned(node, args, kwargs)
         if callee is None and full is not None:
             known = self._function(full, node, args, kwargs)
             if known is not None:
