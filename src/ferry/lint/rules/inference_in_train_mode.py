@@ -545,6 +545,11 @@ def _mode_before(
             return call.func.attr, call
         if isinstance(call.func, ast.Name) and call.func.id in local:
             callee = local[call.func.id]
+            if "." not in model and model not in _own_names(callee):  # a global the callee uses itself
+                if _trains_parameter(facts, callee, model):
+                    return "train", call
+                if any(_switches_mode(c, model) for c in facts.calls(callee)):
+                    return None
             for name in [a.arg for a in [*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs]]:
                 given = _argument(call, callee, name)
                 if given is not None and dotted(given) == model:
@@ -557,11 +562,21 @@ def _mode_before(
     return None
 
 
+def _own_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """The function's parameters and the names it binds (which hide globals)."""
+    args = func.args
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+    for node in walk_scope(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+    return names
+
+
 def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
     """Evaluation in training mode, after training, in a function of the file.
 
-    The function predicts under ``no_grad`` with a model it is given and never switches its mode, and every caller
-    last switched that model to training mode.
+    The function predicts under ``no_grad`` with a model it is given (or a global one) and never switches its mode,
+    and a caller last switched that model to training mode (``model.train()``, or a call of a function that does).
     """
     ctx = facts.ctx
     local = local_functions(ctx)
@@ -570,7 +585,9 @@ def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
             continue
         calls = facts.calls(func)
         params = [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
-        for param in params:
+        own = _own_names(func)
+        used = {c.func.id for c in calls if isinstance(c.func, ast.Name) and c.func.id not in own}
+        for param in [*params, *sorted(used - set(local) - set(ctx.kinds.classes))]:
             if any(_switches_mode(c, param) for c in calls):
                 continue
             predictions = [c for c in calls if _is_model_call(c, param) and _without_grad(ctx, c)]
@@ -585,13 +602,14 @@ def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
             sites = [n for n in ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == func.name]
             modes = []
             for site in sites:
-                given = _argument(site, func, param)
+                given = _argument(site, func, param) if param in params else ast.Name(id=param, ctx=ast.Load())
                 name = dotted(given) if given is not None else None
                 mode = _mode_before(facts, site, name, local) if name else None
                 _, built = facts.binding(name, site) if name else (False, None)
-                if mode is None or mode[0] != "train" or (built is not None and facts.mode_free(built)):
+                if built is not None and facts.mode_free(built):
                     break
-                modes.append((site, mode[1]))
+                if mode is not None and mode[0] == "train":  # one caller that trains it first is enough
+                    modes.append((site, mode[1]))
             else:
                 if not modes:
                     continue
