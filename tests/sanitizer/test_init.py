@@ -466,3 +466,19 @@ def test_data_parallel_state_dict_is_reported_before_pytorchs_error():
         ferry.load_state_dict(model, saved)
         nn.DataParallel(model).load_state_dict(saved)
     assert [] == report.findings
+
+
+def test_an_accelerator_index_into_a_cpu_tensor_is_a_mismatch_and_a_cpu_index_into_a_gpu_tensor_is_not():
+    with ferry.sanitize(pretend="cuda", on_error="warn") as report, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        labels = torch.tensor([0, 1]).to("cuda")
+        host = torch.zeros(2, 3)
+        with pytest.raises(RuntimeError, match="indices should be either on cpu"):
+            host[range(2), labels] = 1.0  # the forward-forward example's one-hot, with labels left on the GPU
+        gpu = torch.zeros(2, 3).cuda()
+        gpu[torch.tensor([0, 1])] = 2.0
+        gpu[torch.tensor([0, 1]), torch.tensor([1, 2])]
+    line = test_an_accelerator_index_into_a_cpu_tensor_is_a_mismatch_and_a_cpu_index_into_a_gpu_tensor_is_not
+    assert [("input-on-other-device", line.__code__.co_firstlineno + 6)] == [
+        (f.kind, f.where.line) for f in report.findings
+    ]

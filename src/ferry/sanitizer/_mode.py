@@ -37,6 +37,18 @@ MIXING_ALLOWED = frozenset(
     torch._has_compatible_shallow_copy_type,  # Module.to asks it before swapping a parameter's data
     Tensor.module_load,  # load_state_dict's copy into a parameter when parameters are swapped, not copied into
 }
+#: Indexing, which lets CPU index tensors index a tensor on any device, but not accelerator indices a CPU tensor.
+_INDEXING = frozenset({Tensor.__getitem__, Tensor.__setitem__})
+
+
+def _device_index_into_host(tensor: Any, index: Any) -> bool:
+    """Whether ``tensor[index]`` indexes a CPU tensor with an index tensor on an accelerator."""
+    if not isinstance(tensor, Tensor) or tensor.device.type != "cpu":
+        return False
+    parts = index if isinstance(index, tuple | list) else (index,)
+    return any(isinstance(p, Tensor) and p.device.type not in ("cpu", "meta") for p in parts)
+
+
 #: Factory functions that build a tensor on the CPU unless given ``device=``.
 FACTORIES = frozenset(
     getattr(torch, name)
@@ -107,6 +119,8 @@ class SanitizerMode(TorchFunctionMode):
                 self._check_numpy(args[0])
         if func not in MIXING_ALLOWED and _mixed(args, kwargs):
             self._check_devices(func, args, kwargs)
+        elif func in _INDEXING and len(args) > 1 and _device_index_into_host(args[0], args[1]):
+            self._check_devices(func, args[:2], {})  # CPU indices may index a GPU tensor, not the other way round
         result = func(*args, **kwargs)
         if (
             func in FACTORIES
