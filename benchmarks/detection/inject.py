@@ -349,6 +349,13 @@ def discarded_moves(src: Source) -> Iterator[Mutant]:
         if src.place(node) == "module-level":
             form += ", module-level"
         yield _mutant(src, "FRY001", form, node, src.segment(value), statement=True)
+        if len(moved) > 1 and node.lineno == node.end_lineno:
+            # one move of the tuple thrown away, the others kept: `x.to(d); y = y.to(d)`
+            for index, (_, value_item) in enumerate(moved):
+                rest = [(t, v) for i, (t, v) in enumerate(moved) if i != index]
+                kept = "; ".join(f"{src.segment(t)} = {src.segment(v)}" for t, v in rest)
+                text = f"{src.segment(value_item)}; {kept}"
+                yield _mutant(src, "FRY001", "one of a tuple, as a statement", node, text, statement=True)
 
 
 def _move_form(src: Source, call: ast.Call) -> str:
@@ -554,7 +561,9 @@ def hardcoded_cuda(src: Source) -> Iterator[Mutant]:
         if _is_move(call) and src.kind(call) and to and len(call.args) == 1 and not call.keywords:
             kind = "module" if src.kind(call) == {"module"} else "tensor"
             assert isinstance(call.func, ast.Attribute)
-            yield _mutant(src, "FRY002", f".cuda() on a {kind}", call, f"{src.segment(call.func.value)}.cuda()")
+            receiver = src.segment(call.func.value)
+            yield _mutant(src, "FRY002", f".cuda() on a {kind}", call, f"{receiver}.cuda()")
+            yield _mutant(src, "FRY002", f'.to("cuda") on a {kind}', call, f'{receiver}.to("cuda")')
     for _call, keyword in _factories_with_device(src):
         if isinstance(keyword.value, ast.Name):
             yield _mutant(src, "FRY002", 'factory device="cuda"', keyword.value, '"cuda"')
