@@ -18,11 +18,23 @@ device chosen at run time (``torch.device("cuda" if torch.cuda.is_available() el
 inputs; ``if``/``else`` branches merge (a move under ``if torch.cuda.is_available():`` counts as a move to the
 device), loop bodies are read twice so values carried from one iteration to the next are merged.
 
-Everything else is unknown, and unknown values are never reported: function parameters, results of calls the
-analysis does not know, loader batches, values passed through ``with`` blocks of unknown context managers, files that
-call ``torch.set_default_device``. Modules passed to a function, stored elsewhere, or given an attribute become
-unknown too, since the function may move them. A host tensor that may be zero-dimensional (``torch.tensor(2.0)``, a
-reduction, an element) combines with device tensors without error and is not reported in arithmetic.
+Across the functions of a file: a function defined once at the top of the file and only ever called (never passed
+on, decorated or rebound) gets, for each parameter, what its calls pass (merged over the calls; callers are read
+first); a call of it returns what its ``return`` statements give for the values passed (read two calls deep at
+most); and every function sees the module-level models, tensors and loaders bound once, as they are when the module
+first calls a function of the file as a statement (``main()``, ``train(epoch)``). A module passed to such a function
+keeps its value in the caller when the function only reads it (calls it, ``.train()``, ``.parameters()``).
+
+A ``DataLoader`` over a ``TensorDataset`` gives batches where the dataset's tensors are; over another dataset its
+batches are on the host only where the loop that reads them moves some of them (``x, y = x, y.to(device)``: its
+author knows they arrive on the host). A ``collate_fn`` may put them anywhere: unknown.
+
+Everything else is unknown, and unknown values are never reported: parameters of functions called from elsewhere,
+results of calls the analysis does not know, batches of loaders that nothing shows to be on the host, values passed
+through ``with`` blocks of unknown context managers, files that call ``torch.set_default_device``. Modules passed to
+an unknown function, stored elsewhere, or given an attribute become unknown too, since the function may move them.
+A host tensor that may be zero-dimensional (``torch.tensor(2.0)``, a reduction, an element) combines with device
+tensors without error and is not reported in arithmetic.
 
 The analysis is split in four modules: this one (scopes, statements, expressions, reports),
 :mod:`~ferry.lint.rules._placement_calls` (calls, and the three rules' checks),

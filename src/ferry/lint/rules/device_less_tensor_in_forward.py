@@ -11,7 +11,11 @@ tensor then meets them:
 - a helper builds it on the CPU and the caller then copies the result to the input's device on every call.
 
 It also finds layers with parameters (``nn.Linear``, ``nn.Conv2d``, ``nn.BatchNorm2d``, ...) built and used inside
-``forward``.
+``forward``, and plain tensor attributes: ``self.scale = torch.ones(4)`` in ``__init__`` (not a buffer or parameter)
+used in arithmetic or a ``torch`` function in another method. ``model.to(device)`` moves parameters and buffers, not
+plain attributes, so on a GPU the tensor stays behind; ``self.register_buffer("scale", torch.ones(4))`` moves with
+the module. Attributes used only as indices, zero-dimensional ones, and classes that override ``_apply``/``to`` are
+left alone.
 
 Not reported, to stay clear of correct code: factories with ``device=``; ``*_like`` and ``x.new_*`` (they follow
 their input); 0-dim tensors such as ``torch.tensor(2.0)`` (they mix with any device); tensors of sizes

@@ -6,9 +6,18 @@ Finds a module built in the code (a ``torch.nn`` layer or container, a ``torchvi
 was moved to the device (``x.to(device)``, ``.cuda()``, a factory with ``device=``). It reports the line that builds
 the module.
 
-It stays silent when the module may be moved elsewhere: it is moved anywhere in the file, handed to a function,
-aliased or stored, built inside a ``with`` block of an unknown context manager, or its class deals with devices
-itself; and for modules without parameters (``nn.ReLU()``, ``nn.Flatten()``), which run on any device.
+The module and its input may meet in another function of the file: a model built at module level and called in
+``train()``, or built in ``main()`` and passed to ``train(model, device, loader)`` (each function's parameters take
+what its callers pass, when no caller passes ``*args``).
+
+It also finds modules with parameters built straight into a plain ``list`` or ``dict`` attribute of a module class
+(``self.heads = [nn.Linear(4, 2), nn.Linear(4, 2)]``): ``Module.to``, ``.parameters()`` and ``state_dict()`` never
+see them, so they stay on the CPU, are not trained and are not saved (``nn.ModuleList``/``nn.ModuleDict`` register
+them). A list wrapping an existing module (``self._teacher = [teacher]``, a known way to hide one) is left alone.
+
+It stays silent when the module may be moved elsewhere: it is moved anywhere in the file, handed to a function that
+may move it, aliased or stored, built inside a ``with`` block of an unknown context manager, or its class deals with
+devices itself; and for modules without parameters (``nn.ReLU()``, ``nn.Flatten()``), which run on any device.
 
 ## Why is this bad
 The input is on the GPU and the weights are still on the CPU: the first call fails with "Input type
