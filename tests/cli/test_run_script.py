@@ -51,6 +51,17 @@ def test_run_sanitize_raises_and_prints_the_users_traceback(tmp_path, capsys):
     assert "runpy" not in err
 
 
+def test_run_sanitize_hides_torchs_frames_below_the_users_line(tmp_path, capsys):
+    script = tmp_path / "module_call.py"
+    script.write_text("import torch\nmodel = torch.nn.Linear(4, 2).to('meta')\ny = model(torch.randn(3, 4))\n")
+    assert 1 == main(["run", "--sanitize", str(script)])
+    err = capsys.readouterr().err
+    frames = [line for line in err.splitlines() if line.strip().startswith('File "')]
+    assert [f'  File "{script}", line 3, in <module>'] == frames  # nn.Module's call machinery is not shown
+    assert "frame(s) inside torch hidden" in err
+    assert "ferry.errors.DeviceMismatchError" in err
+
+
 def test_run_without_sanitize_gives_torchs_error(tmp_path, capsys):
     script = tmp_path / "bad.py"
     script.write_text(MISMATCH)

@@ -24,6 +24,7 @@ import traceback
 from collections.abc import Sequence
 from contextlib import ExitStack
 
+from ferry.errors import FerryError
 from ferry.sanitizer import Sanitizer
 
 
@@ -119,6 +120,13 @@ def _exit_code(code: object) -> int:
     return 1
 
 
+def _torch_dir() -> str | None:
+    """The folder of the imported torch package (``None`` when torch was never imported)."""
+    torch = sys.modules.get("torch")
+    path = getattr(torch, "__file__", None)
+    return os.path.dirname(os.path.abspath(path)) + os.sep if path else None
+
+
 def _print_user_traceback(error: BaseException) -> None:
     """Print ``error``'s traceback without ferry's and runpy's frames: the script's code and the libraries it called."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # src/ferry
@@ -127,6 +135,15 @@ def _print_user_traceback(error: BaseException) -> None:
         for frame in traceback.extract_tb(error.__traceback__)
         if not frame.filename.startswith((here, "<frozen runpy>")) and frame.filename != runpy.__file__
     ]
+    hidden = 0
+    # the sanitizer's report: its line is the user's, and torch's frames below it are noise
+    if isinstance(error, FerryError):
+        torch_dir = _torch_dir()
+        while frames and torch_dir is not None and frames[-1].filename.startswith(torch_dir):
+            frames.pop()
+            hidden += 1
     print("Traceback (most recent call last):", file=sys.stderr)
     print("".join(traceback.format_list(frames)), end="", file=sys.stderr)
+    if hidden:
+        print(f"  ({hidden} frame(s) inside torch hidden)", file=sys.stderr)
     print("".join(traceback.format_exception_only(type(error), error)), end="", file=sys.stderr)
