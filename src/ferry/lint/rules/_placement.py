@@ -290,13 +290,28 @@ class _Flow(CallsMixin):
     def _globals_seen_by_functions(self, module_env: dict[str, Val]) -> dict[str, Val]:
         """Module-level names bound once, with their values when the module's code first calls a function of the file.
 
+        Once: before the module's last statement that calls a function of the file (later bindings are for the
+        module's own code).
+
         ``module_env``: the environment at that first call (``main()`` or ``train(epoch)`` at the bottom), or at the
         end of the module's code. Left out: names some function declares ``global``, and modules that some function
         moves or hands to another call (they may be anywhere when it runs).
         """
+        nodes = _module_level_nodes(self.ctx.tree)
+        calls = [
+            line(n)
+            for n in nodes
+            if isinstance(n, ast.Expr)
+            and isinstance(n.value, ast.Call)
+            and isinstance(n.value.func, ast.Name)
+            and n.value.func.id in self.local_functions
+        ]
+        last_call = max(calls, default=None)  # bindings after the module's last call of its functions do not matter
         bound: dict[str, int] = {}
-        for node in _module_level_nodes(self.ctx.tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        for node in nodes:
+            stored = isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+            if stored and (last_call is None or line(node) <= last_call):
+                assert isinstance(node, ast.Name)
                 bound[node.id] = bound.get(node.id, 0) + 1
         handled: set[str] = set()
         for func in [*self.ctx.nodes(ast.FunctionDef), *self.ctx.nodes(ast.AsyncFunctionDef)]:
