@@ -654,6 +654,11 @@ class KindInference:
             return PARALLEL_MODULE
         if full in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"):
             return LOADER
+        if full == "next" and node.args:  # `next(iter(loader))`, `next(batches)`: one item of what is iterated
+            iterated = node.args[0]
+            if isinstance(iterated, ast.Call) and self.ctx.qualname(iterated.func) == "iter" and iterated.args:
+                iterated = iterated.args[0]
+            return self.element(iterated)
         if full == "torch.device":
             return DEVICE
         if full == "torch.load":

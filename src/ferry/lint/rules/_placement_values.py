@@ -100,7 +100,7 @@ SAME_MODULE = frozenset({"eval", "train", "half", "float", "double", "bfloat16",
 SAFE_MODULE_USES = SAME_MODULE | frozenset(
     """
     parameters named_parameters buffers named_buffers modules named_modules children named_children state_dict
-    load_state_dict zero_grad forward training weight bias num_parameters
+    load_state_dict zero_grad forward training weight bias num_parameters apply
     """.split()
 )
 #: Context managers that do not change where new tensors and modules go.
@@ -110,7 +110,8 @@ HARMLESS_CONTEXTS = frozenset(
     torch.cuda.amp.autocast torch.cpu.amp.autocast torch.autograd.no_grad torch.autograd.set_detect_anomaly
     torch.autograd.detect_anomaly torch.autograd.profiler.profile torch.autograd.profiler.record_function
     torch.profiler.profile torch.profiler.record_function open warnings.catch_warnings contextlib.suppress
-    contextlib.nullcontext torch.random.fork_rng tqdm tqdm.tqdm tqdm.auto.tqdm
+    contextlib.nullcontext torch.random.fork_rng tqdm tqdm.tqdm tqdm.auto.tqdm tempfile.TemporaryDirectory
+    tempfile.NamedTemporaryFile tempfile.TemporaryFile
     """.split()
 )
 #: Builtins that neither move nor keep what they are given.
