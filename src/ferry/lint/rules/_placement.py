@@ -230,7 +230,7 @@ class _Flow(CallsMixin):
         self.loop_depth = 0
         self.strange_context = 0
         self.default_device_set = "set_default_device" in ctx.source or "set_default_tensor_type" in ctx.source
-        self._moved: dict[ast.AST, set[str]] = {}
+        self._moved: dict[ast.AST, dict[str, list[ast.Call]]] = {}
         self._escaped: dict[ast.AST, set[str]] = {}
         self._classes: dict[str, tuple[bool | None, bool]] = {}
         self._available: dict[ast.AST, bool] = {}

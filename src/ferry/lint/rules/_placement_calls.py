@@ -56,7 +56,7 @@ class CallsMixin(DevicesMixin):
     scope: ast.AST
     strange_context: int
     default_device_set: bool
-    _moved: dict[ast.AST, set[str]]
+    _moved: dict[ast.AST, dict[str, list[ast.Call]]]
     _escaped: dict[ast.AST, set[str]]
     _classes: dict[str, tuple[bool | None, bool]]
 
@@ -563,24 +563,42 @@ class CallsMixin(DevicesMixin):
         if not isinstance(func, ast.Name):
             return False
         name = func.id
-        return name not in self._moved_names() and name not in self._escapes() and name not in self.global_names()
+        if name in self._escapes() or name in self.global_names():
+            return False
+        moves = self._moved_names().get(name, [])
+        return not any(self._may_run_before(move, func) for move in moves)
 
-    def _moved_names(self) -> set[str]:
-        """Receivers of ``.to``/``.cuda``/... in this scope and its nested functions; the whole file for the module."""
+    def _may_run_before(self, move: ast.Call, use: ast.AST) -> bool:
+        """Whether ``move`` may run before ``use``: in a function, earlier in the code, or in a loop around both.
+
+        A move further down the module's own code, outside any loop around the use, runs after it.
+        """
+        if not isinstance(self.scope, ast.Module) or line(move) < line(use):
+            return True
+        if self.ctx.enclosing_function(move) is not None:
+            return True
+        around_use = {id(a) for a in self.ctx.ancestors(use) if isinstance(a, ast.For | ast.AsyncFor | ast.While)}
+        return any(id(a) in around_use for a in self.ctx.ancestors(move))
+
+    def _moved_names(self) -> dict[str, list[ast.Call]]:
+        """Receivers of ``.to``/``.cuda``/..., with the calls that move them.
+
+        In this scope and its nested functions; the whole file for the module.
+        """
         scope = self.scope
         if scope not in self._moved:
             calls = self.ctx.nodes(ast.Call) if isinstance(scope, ast.Module) else ast.walk(scope)
-            names: set[str] = set()
+            names: dict[str, list[ast.Call]] = {}
             for call in calls:
                 if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in MOVES:
                     name = dotted(call.func.value)
                     if name is not None:
-                        names.add(name)
+                        names.setdefault(name, []).append(call)
             self._moved[scope] = names
         return self._moved[scope]
 
     def _escapes(self) -> set[str]:
-        """Names of this scope used other than by calling them or through a harmless attribute."""
+        """Names of this scope used other than by calling them, moving them or through a harmless attribute."""
         scope = self.scope
         if scope not in self._escaped:
             names: set[str] = set()
@@ -592,6 +610,10 @@ class CallsMixin(DevicesMixin):
                     continue
                 if isinstance(parent, ast.Attribute) and parent.attr in SAFE_MODULE_USES:
                     continue
+                if isinstance(parent, ast.Attribute) and parent.attr in MOVES and parent.attr != "type":
+                    grand = self.ctx.parent(parent)
+                    if isinstance(grand, ast.Call) and grand.func is parent:
+                        continue  # a move: `_moved_names` knows where it runs
                 names.add(node.id)
             self._escaped[scope] = names
         return self._escaped[scope]
