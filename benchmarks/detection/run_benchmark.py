@@ -52,6 +52,8 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("transformer_lm.py", "FRY003", 201): "the tutorial's torch.load(best_model_params_path) has no map_location",
     ("word_lm_lstm.py", "FRY004", 169): "the example saves the whole model with torch.save(model, f)",
     ("word_lm_lstm.py", "FRY003", 176): "the example's torch.load(f) has no map_location",
+    ("cifar10_tutorial.py", "FRY003", 136): "the tutorial's torch.load(PATH, weights_only=True) has no map_location",
+    ("quickstart.py", "FRY003", 136): "the quickstart's torch.load('model.pth', weights_only=True) has no map_location",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.
