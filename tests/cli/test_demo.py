@@ -89,14 +89,14 @@ def sigterm_after_first_checkpoint(command, env, checkpoints):
 
 @pytest.mark.slow
 def test_demo_survives_sigterm_and_resumes(tmp_path):
-    command = [sys.executable, "-m", "ferry", "demo", "--steps", "3000", "--every", "50", "--dir", str(tmp_path)]
+    command = [sys.executable, "-m", "ferry", "demo", "--steps", "1200", "--every", "50", "--dir", str(tmp_path)]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     out, proc = sigterm_after_first_checkpoint(command, env, tmp_path / "checkpoints")
     assert proc.returncode == 128 + signal.SIGTERM, out  # saved, and "interrupted" to a scheduler
     assert "interrupted: saved step" in out
     assert "Run the same command again to resume" in out
     interrupted_at = int(re.search(r"saved step (\d+)", out).group(1))
-    assert 0 < interrupted_at < 3000
+    assert 0 < interrupted_at < 1200
 
     second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert second.returncode == 0, second.stdout + second.stderr
@@ -109,7 +109,7 @@ def test_demo_survives_sigterm_and_resumes(tmp_path):
     import ferry
 
     straight = tmp_path / "straight"
-    assert main(["demo", "--steps", "3000", "--every", "50", "--dir", str(straight)]) == 0
+    assert main(["demo", "--steps", "1200", "--every", "50", "--dir", str(straight)]) == 0
     resumed, uninterrupted = ferry.load(tmp_path / "model.safetensors"), ferry.load(straight / "model.safetensors")
     assert resumed.keys() == uninterrupted.keys()
     for key in resumed:
