@@ -578,8 +578,8 @@ class KindInference:
                 return self._project(owner, node.slice.value)
             if owner.name in ("seq", "dict"):
                 return owner.element if not isinstance(node.slice, ast.Slice) else owner
-            if owner.name in ("state_dict", "loaded"):
-                return None
+            if owner.name == "dataset" and not isinstance(node.slice, ast.Slice):
+                return BATCH  # `dataset[i]`: one item, as iterating over the dataset gives
             return None
         if isinstance(node, ast.IfExp):
             return self._agree([self.infer(node.body), self.infer(node.orelse)])

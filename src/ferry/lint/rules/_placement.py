@@ -55,20 +55,20 @@ from ferry.lint.rules._placement_calls import CallsMixin
 from ferry.lint.rules._placement_values import (
     DEVICE,
     HARMLESS_CONTEXTS,
-    HARMLESS_READS,
     HOST,
     MOVES,
     NOT_TENSOR_ATTRIBUTES,
     NUMBER,
     OTHER,
-    SAFE_MODULE_USES,
     SAME_DEVICE_ATTRIBUTES,
     STRING,
     TENSORISH,
     UNKNOWN,
     Val,
     agree,
+    bound_names,
     join,
+    keeping_parameters,
     line,
     merge,
     moves_items,
@@ -140,24 +140,6 @@ def _module_level_nodes(tree: ast.Module) -> list[ast.AST]:
     return found
 
 
-def _bound_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """Names the function binds itself (local names, which hide globals)."""
-    names: set[str] = set()
-    stack: list[ast.AST] = list(func.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            names.add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-            continue
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        if not isinstance(node, ast.Lambda):
-            stack.extend(ast.iter_child_nodes(node))
-    return names
-
-
 def _loader_name(node: ast.Name | ast.Attribute) -> bool:
     """``train_loader``, ``self.val_dataloader``: a name that says it holds a data loader."""
     last = node.id if isinstance(node, ast.Name) else node.attr
@@ -169,44 +151,33 @@ def _harmless_decorator(ctx: FileContext, node: ast.expr) -> bool:
     return full in ("torch.no_grad", "torch.inference_mode", "torch.enable_grad", "functools.cache")
 
 
-_KEEPS: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
+#: How many different ways of calling a local function are each read on their own.
+_MAX_CONTEXTS = 4
 
 
-def _keeping_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
-    """Parameters that ``func`` only reads.
+def _passable(name: str, val: Val) -> Val | None:
+    """What a parameter named ``name`` takes when a call passes ``val`` (``None``: a kind not tracked)."""
+    if val.what == "module":  # a module built by a caller and never moved is reported where it was built
+        return replace(val, name=name)
+    if val.what in ("any", *TENSORISH, "loader", "batch", "device"):
+        return replace(val, origin=None, name=name)
+    return None
 
-    Read means: called, given to harmless builtins, or used through methods and attributes that neither move a
-    module nor keep it (``model.train()``, ``model(x)``, ``model.parameters()``).
+
+def _seedable(val: Val) -> bool:
+    """Whether a module-level value is worth handing to the file's functions: placed, or a loader or dataset."""
+    placed = val.what in ("module", "any", *TENSORISH, "device") and val.where is not None
+    return placed or val.what in ("loader", "dataset")
+
+
+def _same_place(owner: Val, val: Val) -> bool:
+    """Whether giving ``owner`` an attribute of value ``val`` leaves it where it is.
+
+    A number, a string, or a module or tensor on the same side (``model.fc = nn.Linear(...)`` on a host model).
     """
-    if func in _KEEPS:
-        return _KEEPS[func]
-    args = func.args
-    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
-    parents: dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(func):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-    kept = set(names)
-    for node in ast.walk(func):
-        if not (isinstance(node, ast.Name) and node.id in kept):
-            continue
-        parent = parents.get(node)
-        if not isinstance(node.ctx, ast.Load):
-            kept.discard(node.id)
-        elif isinstance(parent, ast.Call) and parent.func is node:
-            continue
-        elif isinstance(parent, ast.Attribute):
-            grand = parents.get(parent)
-            if isinstance(parent.ctx, ast.Store) or (
-                isinstance(grand, ast.Call) and grand.func is parent and parent.attr not in SAFE_MODULE_USES
-            ):
-                kept.discard(node.id)
-        elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in HARMLESS_READS:
-            continue
-        else:
-            kept.discard(node.id)
-    _KEEPS[func] = frozenset(kept)
-    return _KEEPS[func]
+    if val.what in ("number", "str", "other"):
+        return True
+    return owner.what == "module" and val.what in ("module", *TENSORISH) and val.where == owner.where == HOST
 
 
 def _may_report(source: str) -> bool:
@@ -231,7 +202,7 @@ class _Flow(CallsMixin):
         self.strange_context = 0
         self.default_device_set = "set_default_device" in ctx.source or "set_default_tensor_type" in ctx.source
         self._moved: dict[ast.AST, dict[str, list[ast.Call]]] = {}
-        self._escaped: dict[ast.AST, set[str]] = {}
+        self._escaped: dict[ast.AST, dict[str, list[ast.AST]]] = {}
         self._classes: dict[str, tuple[bool | None, bool]] = {}
         self._available: dict[ast.AST, bool] = {}
         self._busy: set[str] = set()
@@ -269,19 +240,19 @@ class _Flow(CallsMixin):
         self.seeds = seeds
         done: set[ast.AST] = {tree}
         for func in self._callers_first(functions):
-            params: dict[str, Val] = {}
             args = func.args
-            passed = self._passed(func, done)
-            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-                if arg is not None:
-                    given = passed.get(arg.arg, UNKNOWN)
-                    params[arg.arg] = given if given.what != "unknown" else self._parameter(arg)
-            if seeds:
-                local = _bound_names(func)
-                for name, val in seeds.items():
-                    if name not in local and name not in params:
-                        params[name] = val
-            self._scope(func, func.body, params, frozenset(declared.get(func, ())))
+            for passed in self._contexts(func, done):
+                params: dict[str, Val] = {}
+                for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                    if arg is not None:
+                        given = passed.get(arg.arg, UNKNOWN)
+                        params[arg.arg] = given if given.what != "unknown" else self._parameter(arg)
+                if seeds:
+                    local = bound_names(func)
+                    for name, val in seeds.items():
+                        if name not in local and name not in params:
+                            params[name] = val
+                self._scope(func, func.body, params, frozenset(declared.get(func, ())))
             done.add(func)
         return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
 
@@ -328,9 +299,8 @@ class _Flow(CallsMixin):
                 continue
             if val.what == "module" and name in handled:
                 continue
-            placed = val.what in ("module", "any", *TENSORISH, "device") and val.where is not None
-            if placed or val.what in ("loader", "dataset"):
-                seeds[name] = val
+            if _seedable(val) or (val.what in ("seq", "dict") and val.element is not None and _seedable(val.element)):
+                seeds[name] = val  # a dict of loaders (`dataloaders[phase]`) too
         return seeds
 
     def _callers_first(
@@ -362,31 +332,40 @@ class _Flow(CallsMixin):
             waiting = [f for f in waiting if f not in placed]
         return ordered
 
-    def _passed(self, func: ast.FunctionDef | ast.AsyncFunctionDef, done: set[ast.AST]) -> dict[str, Val]:
-        """What the call sites of the local function ``func`` pass for each parameter.
+    def _contexts(self, func: ast.FunctionDef | ast.AsyncFunctionDef, done: set[ast.AST]) -> list[dict[str, Val]]:
+        """The values a local function's parameters take, one dict per way it is called.
 
-        Only values of a kind the analysis tracks, merged over the sites; empty when some site is not known or some
-        caller has not been read yet.
+        Each call site that passes different values is read on its own (up to :data:`_MAX_CONTEXTS` of them), so
+        ``train(model_a)`` and ``train(model_b)`` are each checked with their own model; beyond that, the sites'
+        values merged. Only values of a kind the analysis tracks; ``[{}]`` when some site is not known or some caller
+        has not been read yet.
         """
         if self.local_functions.get(func.name) is not func:
-            return {}
+            return [{}]
         sites = self.call_sites.get(func.name)
         if not sites:
-            return {}
+            return [{}]
         callers = {self.ctx.enclosing_function(n) or self.ctx.tree for n in self._calls_of(func.name)}
         if not callers <= done:
-            return {}
+            return [{}]
+        distinct: dict[tuple[object, ...], dict[str, Val]] = {}
+        for site in sites:
+            kept = {name: _passable(name, val) for name, val in site.items()}
+            given = {name: val for name, val in kept.items() if val is not None}
+            key = tuple(sorted((k, v.what, v.where, v.dev, v.fresh, id(v.origin)) for k, v in given.items()))
+            distinct.setdefault(key, given)
+        if 1 < len(distinct) <= _MAX_CONTEXTS:
+            return list(distinct.values())
         merged: dict[str, Val] = {}
         for name in sites[0]:
             vals = [site.get(name, UNKNOWN) for site in sites]
             val = vals[0]
             for other in vals[1:]:
                 val = join(val, other, None)
-            if val.what == "module":  # a module built by a caller and never moved is reported where it was built
-                merged[name] = replace(val, name=name)
-            elif val.what in ("any", *TENSORISH, "loader", "batch", "device"):
-                merged[name] = replace(val, origin=None, name=name)
-        return merged
+            passable = _passable(name, val)
+            if passable is not None:
+                merged[name] = passable
+        return [merged]
 
     def _calls_of(self, name: str) -> list[ast.Call]:
         return [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == name]
@@ -410,7 +389,7 @@ class _Flow(CallsMixin):
         params.update({k: v for k, v in kwargs.items() if k is not None})
         params = {k: replace(v, origin=None, name=k) for k, v in params.items()}
         seen = self.seeds if self.seeds is not None else (self.env if self.scope is self.ctx.tree else {})
-        local = _bound_names(func)
+        local = bound_names(func)
         env = {k: v for k, v in seen.items() if "." not in k and k not in local and k not in params}
         env.update(params)
         key = (func, tuple(sorted((k, v.what, v.where, v.dev) for k, v in env.items())))
@@ -466,7 +445,7 @@ class _Flow(CallsMixin):
                 self.call_sites[func.name] = None
             else:
                 sites.append(given)
-        keeps = _keeping_parameters(func)
+        keeps = keeping_parameters(func)
         escaping: set[ast.expr] = set()
         for name, arg in zip(params, node.args, strict=False):
             if name not in keeps:
@@ -709,8 +688,9 @@ class _Flow(CallsMixin):
             return
         if isinstance(target, ast.Attribute):  # a new attribute: the owner may now hold a tensor or module elsewhere
             owner = dotted(target.value)
-            if owner is not None and owner in self.env and self.env[owner].what != "unknown":
-                self.env[owner] = replace(self.env[owner], where=None, fresh=False)
+            held = self.env.get(owner) if owner is not None else None
+            if owner is not None and held is not None and held.what != "unknown" and not _same_place(held, val):
+                self.env[owner] = replace(held, where=None, fresh=False)
         if val.what == "module" and val.name is not None and val.name != name:
             val = replace(val, fresh=False)  # an alias: moving either name moves both
         if val.what in ("unknown", "str") and value is not None and self.may_be_device(value):
@@ -846,6 +826,8 @@ class _Flow(CallsMixin):
             return replace(owner, what="tensor", scalar=owner.scalar or not keeps_rank)
         if owner.what == "batch":  # `batch[0]`, `batch["input_ids"]`
             return Val("tensor", owner.where)
+        if owner.what == "dataset" and owner.where is not None and not isinstance(node.slice, ast.Slice):
+            return Val("batch", owner.where)  # `test_data[0]`: one item of a TensorDataset, its tensors' device
         if owner.what == "tuple":
             if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
                 i = node.slice.value

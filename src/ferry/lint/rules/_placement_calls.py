@@ -41,6 +41,8 @@ from ferry.lint.rules._placement_values import (
     WEIGHT_FIRST,
     Val,
     agree,
+    bound_names,
+    keeping_parameters,
     line,
     short,
 )
@@ -57,7 +59,7 @@ class CallsMixin(DevicesMixin):
     strange_context: int
     default_device_set: bool
     _moved: dict[ast.AST, dict[str, list[ast.Call]]]
-    _escaped: dict[ast.AST, set[str]]
+    _escaped: dict[ast.AST, dict[str, list[ast.AST]]]
     _classes: dict[str, tuple[bool | None, bool]]
 
     local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
@@ -505,13 +507,19 @@ class CallsMixin(DevicesMixin):
         if module.params is False:
             return Val("output", first.where, dev=first.dev) if first.what in TENSORISH else UNKNOWN
         on_device = first.where == DEVICE and (first.what in TENSORISH or (first.what == "any" and not first.inplace))
-        if on_device and module.fresh and module.params and module.origin and self._never_moved(node.func):
+        origin = module.origin
+        if on_device and module.fresh and module.params and origin and self._never_moved(node.func, origin):
             where = first.dev or "device"
+            targets = origin.targets if isinstance(origin, ast.Assign) else []
+            built = callee
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id != callee:
+                built = targets[0].id  # built by a caller, used here under another name
+            used = f" as `{callee}`" if built != callee else ""
             self.report(
                 "FRY007",
-                module.origin,
-                f"`{callee}` is built here and never moved, but its input `{self.label(first, first_node)}` is on "
-                f"`{where}` (line {line(node)}); fix: `{callee}.to({where})` after building it",
+                origin,
+                f"`{built}` is built here and never moved, but its input `{self.label(first, first_node)}` is on "
+                f"`{where}` (line {line(node)}{used}); fix: `{built}.to({where})` after building it",
             )
             return UNKNOWN
         return Val("output", HOST) if first.what in TENSORISH and first.where == HOST else UNKNOWN
@@ -538,7 +546,7 @@ class CallsMixin(DevicesMixin):
                 f"fix: {self.fix(host, host_node, where)}",
             )
         if module is not None and module.weight is not None and module.where == HOST:
-            if module.origin is not None and self._never_moved(node.func):
+            if module.origin is not None and self._never_moved(node.func, module.origin):
                 self.report(
                     "FRY011",
                     module.origin,
@@ -558,17 +566,36 @@ class CallsMixin(DevicesMixin):
                 )
         return result
 
-    def _never_moved(self, func: ast.expr) -> bool:
-        """Whether the module called as ``func`` (a plain name) is never moved, handed on or aliased."""
+    def _never_moved(self, func: ast.expr, origin: ast.AST | None = None) -> bool:
+        """Whether the module called as ``func`` (a plain name) is never moved, handed on or aliased.
+
+        ``origin``: the statement that built the module. In the module's own code, moves and hand-offs that can
+        only run before it (higher up, outside any loop around it) concern an older value of the name.
+        """
         if not isinstance(func, ast.Name):
             return False
         name = func.id
-        if name in self._escapes() or name in self.global_names():
+        if name in self.global_names():
             return False
+        escapes = self._escapes().get(name, [])
         moves = self._moved_names().get(name, [])
-        return not any(self._may_run_before(move, func) for move in moves)
+        return not any(
+            self._may_run_before(node, func) and not self._runs_before(node, origin) for node in [*escapes, *moves]
+        )
 
-    def _may_run_before(self, move: ast.Call, use: ast.AST) -> bool:
+    def _runs_before(self, node: ast.AST, origin: ast.AST | None) -> bool:
+        """Whether ``node`` only runs before ``origin``.
+
+        Both in the module's own code, ``node`` higher up and in no loop around ``origin``.
+        """
+        if origin is None or not isinstance(self.scope, ast.Module) or line(node) >= line(origin):
+            return False
+        if self.ctx.enclosing_function(node) is not None or self.ctx.enclosing_function(origin) is not None:
+            return False
+        loops = {id(a) for a in self.ctx.ancestors(origin) if isinstance(a, ast.For | ast.AsyncFor | ast.While)}
+        return not any(id(a) in loops for a in self.ctx.ancestors(node))
+
+    def _may_run_before(self, move: ast.AST, use: ast.AST) -> bool:
         """Whether ``move`` may run before ``use``: in a function, earlier in the code, or in a loop around both.
 
         A move further down the module's own code, outside any loop around the use, runs after it.
@@ -597,14 +624,25 @@ class CallsMixin(DevicesMixin):
             self._moved[scope] = names
         return self._moved[scope]
 
-    def _escapes(self) -> set[str]:
-        """Names of this scope used other than by calling them, moving them or through a harmless attribute."""
+    def _escapes(self) -> dict[str, list[ast.AST]]:
+        """Names of this scope used other than by calling, moving or a harmless attribute, and where they are.
+
+        Handing a module to a function of the file that only reads that parameter (see
+        :func:`~ferry.lint.rules._placement_values.keeping_parameters`) is not a use that may move it.
+        """
         scope = self.scope
         if scope not in self._escaped:
-            names: set[str] = set()
+            names: dict[str, list[ast.AST]] = {}
+            local: dict[ast.AST, set[str]] = {}
             for node in ast.walk(scope):
                 if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
                     continue
+                inner = self.ctx.enclosing_function(node) if isinstance(scope, ast.Module) else None
+                if inner is not None:  # a function's own name of the same spelling is another variable
+                    if inner not in local:
+                        local[inner] = bound_names(inner) - self.global_names()
+                    if node.id in local[inner]:
+                        continue
                 parent = self.ctx.parent(node)
                 if isinstance(parent, ast.Call) and parent.func is node:
                     continue
@@ -614,9 +652,37 @@ class CallsMixin(DevicesMixin):
                     grand = self.ctx.parent(parent)
                     if isinstance(grand, ast.Call) and grand.func is parent:
                         continue  # a move: `_moved_names` knows where it runs
-                names.add(node.id)
+                if isinstance(parent, ast.Call) and self._kept_by_local(parent, node):
+                    continue
+                if self._returned_only(node, parent):
+                    continue
+                names.setdefault(node.id, []).append(node)
             self._escaped[scope] = names
         return self._escaped[scope]
+
+    def _returned_only(self, node: ast.Name, parent: ast.AST | None) -> bool:
+        """``return model`` or ``return model, acc`` in a function: it leaves the function.
+
+        What the caller does with it next runs after every use here (the callers' values for the parameter tell
+        where it is when the function is called again).
+        """
+        if isinstance(self.scope, ast.Module):
+            return False
+        if isinstance(parent, ast.Tuple):
+            parent = self.ctx.parent(parent)
+        return isinstance(parent, ast.Return)
+
+    def _kept_by_local(self, call: ast.Call, arg: ast.expr) -> bool:
+        """Whether ``call`` is a call of a function of the file that only reads the parameter ``arg`` lands in."""
+        if not isinstance(call.func, ast.Name) or call.func.id not in self.local_functions:
+            return False
+        func = self.local_functions[call.func.id]
+        params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+        keeps = keeping_parameters(func)
+        for i, given in enumerate(call.args):
+            if given is arg:
+                return i < len(params) and params[i] in keeps
+        return any(k.value is arg and k.arg in keeps for k in call.keywords)
 
 
 def _assigns_state(node: ast.Call) -> bool:

@@ -59,6 +59,13 @@ class DevicesMixin:
                 arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "type"), None)
                 return None if arg is None else self.device_where(arg, pure) or DEVICE
             return DEVICE if full in DEVICE_CALLS else None
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "type"
+            and isinstance(node.value, ast.Call)
+            and self.ctx.call_name(node.value) in DEVICE_CALLS
+        ):
+            return self.device_where(node.value, pure)  # `torch.accelerator.current_accelerator().type`
         if isinstance(node, ast.Name | ast.Attribute):
             return self._device_name(node, pure)
         return None

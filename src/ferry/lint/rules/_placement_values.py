@@ -6,6 +6,7 @@ Part of :mod:`ferry.lint.rules._placement` (not a rule).
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -148,7 +149,13 @@ CONFIG_OWNERS = frozenset(
     """.split()
 )
 DEVICE_CALLS = frozenset(
-    {"torch.device", "torch.cuda.current_device", "ferry.pick_device", "ferry.devices.pick_device"}
+    {
+        "torch.device",
+        "torch.cuda.current_device",
+        "torch.accelerator.current_accelerator",
+        "ferry.pick_device",
+        "ferry.devices.pick_device",
+    }
 )
 ACCELERATORS = frozenset({"cuda", "mps", "xpu", "npu", "hpu", "mtia", "gpu"})
 
@@ -286,3 +293,62 @@ def short(text: str) -> str:
 def line(node: ast.AST) -> int:
     """The node's first line (0 without a position)."""
     return getattr(node, "lineno", 0)
+
+
+_KEEPS: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def keeping_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """Parameters that ``func`` only reads.
+
+    Read means: called, given to harmless builtins, or used through methods and attributes that neither move a
+    module nor keep it (``model.train()``, ``model(x)``, ``model.parameters()``).
+    """
+    if func in _KEEPS:
+        return _KEEPS[func]
+    args = func.args
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    parents: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(func):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    kept = set(names)
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.Name) and node.id in kept):
+            continue
+        parent = parents.get(node)
+        if not isinstance(node.ctx, ast.Load):
+            kept.discard(node.id)
+        elif isinstance(parent, ast.Call) and parent.func is node:
+            continue
+        elif isinstance(parent, ast.Attribute):
+            grand = parents.get(parent)
+            if isinstance(parent.ctx, ast.Store) or (
+                isinstance(grand, ast.Call) and grand.func is parent and parent.attr not in SAFE_MODULE_USES
+            ):
+                kept.discard(node.id)
+        elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in HARMLESS_READS:
+            continue
+        else:
+            kept.discard(node.id)
+    _KEEPS[func] = frozenset(kept)
+    return _KEEPS[func]
+
+
+def bound_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    """Names the function binds itself, its parameters included (local names, which hide globals)."""
+    args = func.args
+    names: set[str] = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+    stack: list[ast.AST] = list(func.body) if isinstance(func.body, list) else [func.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            names.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            continue
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        if not isinstance(node, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
+    return names

@@ -171,17 +171,45 @@ def _handled_later(
             continue  # an LR scheduler does not move state
         if any(dotted(arg) == opt for arg in [*call.args, *(k.value for k in call.keywords)]):
             name = call.func.id if isinstance(call.func, ast.Name) else None
-            if before(move, call) and name in local and not _touches_state(local[name]):
+            if (
+                before(move, call)
+                and name in local
+                and not _touches_state(local[name], _parameter_of(local[name], call, opt))
+            ):
                 continue
             return True
     return False
 
 
-def _touches_state(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a function reads an optimizer's ``state`` or hands things to ``place``/``prepare``."""
+def _parameter_of(func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, opt: str) -> str | None:
+    """The parameter of ``func`` that ``call`` passes ``opt`` to (``None``: through ``*args``/``**kwargs``)."""
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    for i, arg in enumerate(call.args):
+        if dotted(arg) == opt:
+            return params[i] if i < len(params) and not isinstance(arg, ast.Starred) else None
+    for keyword in call.keywords:
+        if keyword.arg is not None and dotted(keyword.value) == opt:
+            return keyword.arg
+    return None
+
+
+def _touches_state(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str | None) -> bool:
+    """Whether a function reads the optimizer's ``state``, loads it again, or hands it to another call.
+
+    ``param``: the parameter that holds the optimizer (``None``: not known, so any such use counts).
+    """
     for node in ast.walk(func):
-        if isinstance(node, ast.Attribute) and node.attr in ("state", "place", "prepare", "load_state_dict"):
+        if param is None:
+            if isinstance(node, ast.Attribute) and node.attr in ("state", "place", "prepare", "load_state_dict"):
+                return True
+            continue
+        if not (isinstance(node, ast.Name) and node.id == param):
+            continue
+        parent = next((p for p in ast.walk(func) if node in ast.iter_child_nodes(p)), None)
+        if isinstance(parent, ast.Attribute) and parent.attr in ("state", "load_state_dict", "__setstate__"):
             return True
+        if isinstance(parent, ast.Call | ast.keyword):
+            return True  # handed on: `ferry.place(model, device, optimizer=opt)`, `accelerator.prepare(opt)`
     return False
 
 
