@@ -11,7 +11,7 @@ import ast
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ferry.lint.context import dotted
+from ferry.lint.context import FileContext, dotted
 from ferry.lint.kinds import NOT_TENSOR_METHODS
 from ferry.lint.rules._placement_devices import DevicesMixin
 from ferry.lint.rules._placement_values import (
@@ -171,6 +171,10 @@ class CallsMixin(DevicesMixin):
                 return receiver
             if method in ("forward", "__call__"):
                 return self._call_module(node, receiver, args, kwargs)
+            defined = file_method(self.ctx, method)
+            if defined is not None and reads_only(defined):  # `model.init_hidden(n)`, `vae.decode(z)`
+                feeds = feeds_submodule(self.ctx, defined)
+                return self._call_module(node, receiver, args, kwargs) if feeds else UNKNOWN
             if tracked and (method not in SAFE_MODULE_USES or _assigns_state(node)):
                 self.env[owner] = replace(receiver, where=None, fresh=False)  # type: ignore[index]
             return UNKNOWN
@@ -304,6 +308,13 @@ class CallsMixin(DevicesMixin):
             source = args[0] if args else UNKNOWN
             where = self.device_where(device) if device is not None else source.where
             return Val("tensor", where, scalar=source.scalar, dev=source.dev)
+        if full in MASK_FACTORIES:  # made where `device=` says, else on the host
+            where = self.device_where(device) if device is not None else made_here
+            return Val("tensor", where, dev=self.segment(device) if device is not None else None)
+        if full == "iter" and len(args) == 1 and args[0].what == "loader":
+            return args[0]  # an iterator over the loader's batches
+        if full == "next" and args and args[0].what == "loader":
+            return Val("batch", args[0].where)  # `next(iter(loader))`, `next(dataiter)`
         if full in TENSOR_DATASETS:
             held = [a for a in args if a.what in TENSORISH]
             where = (
@@ -488,10 +499,16 @@ class CallsMixin(DevicesMixin):
             return self._loss(node, module, args, kwargs)
         if not node.args or isinstance(node.args[0], ast.Starred):
             return Val("output", module.where, dev=module.dev) if module.where == DEVICE else UNKNOWN
-        first, first_node = args[0], node.args[0]  # later arguments may stay on the host (lengths, sizes)
+        first, first_node = args[0], node.args[0]
         callee = self.label(module, node.func)
         if module.where == DEVICE and module.params is not False:
-            if first.what in TENSORISH and first.where == HOST:
+            host = [
+                (a, n)
+                for i, (a, n) in enumerate(zip(args, node.args, strict=False))
+                if a.what in TENSORISH and a.where == HOST and (i == 0 or _later_input(a, n))
+            ]
+            if host:
+                first, first_node = host[0]
                 name = self.label(first, first_node)
                 where = module.dev or "device"
                 moved = f" (line {module.moved_at})" if module.moved_at else ""
@@ -648,6 +665,8 @@ class CallsMixin(DevicesMixin):
                     continue
                 if isinstance(parent, ast.Attribute) and parent.attr in SAFE_MODULE_USES:
                     continue
+                if isinstance(parent, ast.Attribute) and _reading_method(self.ctx, parent.attr):
+                    continue
                 if isinstance(parent, ast.Attribute) and parent.attr in MOVES and parent.attr != "type":
                     grand = self.ctx.parent(parent)
                     if isinstance(grand, ast.Call) and grand.func is parent:
@@ -689,3 +708,127 @@ def _assigns_state(node: ast.Call) -> bool:
     """``m.load_state_dict(sd, assign=True)``: the module takes the state dict's tensors, wherever they are."""
     assign = next((k.value for k in node.keywords if k.arg == "assign"), None)
     return assign is not None and not (isinstance(assign, ast.Constant) and assign.value is False)
+
+
+#: Calls on ``self`` in a method that may move the module or change what it holds.
+_CHANGES_SELF = MOVES | frozenset({"register_buffer", "register_parameter", "register_module", "add_module", "apply"})
+
+
+def file_method(ctx: FileContext, name: str) -> ast.FunctionDef | None:
+    """The method ``name`` of the file's ``nn.Module`` classes.
+
+    ``None`` unless exactly one module class defines it and no other class of the file does (which one runs is
+    not known then).
+    """
+    found: list[ast.FunctionDef] = []
+    for cls_name, cls in ctx.kinds.classes.items():
+        for stmt in cls.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
+                if not ctx.kinds.class_is_module(cls_name) or stmt.decorator_list:
+                    return None
+                found.append(stmt)
+    return found[0] if len(found) == 1 else None
+
+
+def reads_only(method: ast.FunctionDef) -> bool:
+    """Whether a method leaves its module where it is: it assigns no attribute of ``self`` and moves nothing of it."""
+    if not method.args.args:
+        return False
+    me = method.args.args[0].arg
+    for node in ast.walk(method):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+            for target in targets:
+                for part in ast.walk(target):
+                    if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == me:
+                        return False
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CHANGES_SELF:
+            root = node.func.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id == me:
+                return False
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            return False
+    return True
+
+
+def feeds_submodule(ctx: FileContext, method: ast.FunctionDef, depth: int = 0) -> bool:
+    """Whether a method hands its first input straight to one of the module's layers.
+
+    ``self.fc(z)``, ``self(z)``, or another such method: calling it is calling the module.
+    """
+    params = method.args.args
+    if len(params) < 2 or depth > 2:
+        return False
+    me, first = params[0].arg, params[1].arg
+    for node in ast.walk(method):
+        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name)):
+            continue
+        if node.args[0].id != first:
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == me:
+            return True
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == me:
+            other = file_method(ctx, func.attr)
+            if other is None:
+                if _layer(ctx, ctx.enclosing_class(method), func.attr):
+                    return True  # `self.fc(z)`: a layer with parameters
+                continue
+            if other is not method and feeds_submodule(ctx, other, depth + 1):
+                return True
+    return False
+
+
+def _layer(ctx: FileContext, cls: ast.ClassDef | None, attr: str) -> bool:
+    """Whether ``self.<attr>`` is set in the class's ``__init__`` to a layer with parameters.
+
+    ``nn.Linear(...)`` and the like, or a module class of the file.
+    """
+    if cls is None:
+        return False
+    for stmt in cls.body:
+        if not (isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__"):
+            continue
+        for node in ast.walk(stmt):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                continue
+            if not any(isinstance(t, ast.Attribute) and t.attr == attr for t in node.targets):
+                continue
+            full = ctx.call_name(node.value) or ""
+            last = full.rsplit(".", 1)[-1]
+            if full.startswith("torch.nn.") and last in PARAMETERIZED:
+                return True
+            if full in ctx.kinds.classes and ctx.kinds.class_is_module(full):
+                return True
+    return False
+
+
+#: Static methods of ``torch.nn`` that make a tensor on ``device=`` (default: the host).
+MASK_FACTORIES = frozenset(
+    {
+        "torch.nn.Transformer.generate_square_subsequent_mask",
+        "torch.nn.modules.transformer.Transformer.generate_square_subsequent_mask",
+    }
+)
+
+#: Words in the name of a later argument of a module call that may rightly stay on the host (``lengths`` for
+#: ``pack_padded_sequence``, sizes, counts).
+_HOST_ARGUMENT_WORDS = ("len", "size", "count", "num", "cpu", "shape", "step")
+
+
+def _later_input(val: Val, node: ast.expr) -> bool:
+    """Whether a host tensor given as a later argument of a module call is an input that must be on its device.
+
+    Not a zero-dimensional one, and not one named as a length, size or count.
+    """
+    if val.scalar or isinstance(node, ast.Starred):
+        return False
+    text = (val.name or dotted(node) or "").lower()
+    return bool(text) and not any(word in text for word in _HOST_ARGUMENT_WORDS)
+
+
+def _reading_method(ctx: FileContext, name: str) -> bool:
+    method = file_method(ctx, name)
+    return method is not None and reads_only(method)
