@@ -445,7 +445,7 @@ class _Flow(CallsMixin):
                 self.call_sites[func.name] = None
             else:
                 sites.append(given)
-        keeps = keeping_parameters(func)
+        keeps = keeping_parameters(func, self.local_functions, self.reading_method)
         escaping: set[ast.expr] = set()
         for name, arg in zip(params, node.args, strict=False):
             if name not in keeps:
@@ -826,8 +826,9 @@ class _Flow(CallsMixin):
             return replace(owner, what="tensor", scalar=owner.scalar or not keeps_rank)
         if owner.what == "batch":  # `batch[0]`, `batch["input_ids"]`
             return Val("tensor", owner.where)
-        if owner.what == "dataset" and owner.where is not None and not isinstance(node.slice, ast.Slice):
-            return Val("batch", owner.where)  # `test_data[0]`: one item of a TensorDataset, its tensors' device
+        if owner.what == "dataset" and not isinstance(node.slice, ast.Slice) and (owner.items or owner.where):
+            # `test_data[0]`: one item of a TensorDataset, where its tensors are
+            return Val("tuple", items=owner.items) if owner.items else Val("batch", owner.where)
         if owner.what == "tuple":
             if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
                 i = node.slice.value
@@ -868,7 +869,7 @@ class _Flow(CallsMixin):
     def _element(self, iterable: ast.expr | None, val: Val) -> Val:
         """What iterating over ``iterable`` (of value ``val``) gives."""
         if val.what == "loader":
-            return Val("batch", val.where)
+            return Val("tuple", items=val.items) if val.items else Val("batch", val.where)
         if val.what == "batch":  # `x, y = batch`, `for x in batch`: a tensor of the batch
             return Val("tensor", val.where)
         if val.what == "unknown" and isinstance(iterable, ast.Name | ast.Attribute) and _loader_name(iterable):

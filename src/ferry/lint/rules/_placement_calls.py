@@ -314,15 +314,15 @@ class CallsMixin(DevicesMixin):
         if full == "iter" and len(args) == 1 and args[0].what == "loader":
             return args[0]  # an iterator over the loader's batches
         if full == "next" and args and args[0].what == "loader":
-            return Val("batch", args[0].where)  # `next(iter(loader))`, `next(dataiter)`
+            return _batch(args[0])  # `next(iter(loader))`, `next(dataiter)`
         if full in TENSOR_DATASETS:
             held = [a for a in args if a.what in TENSORISH]
-            where = (
-                held[0].where
-                if held and len(held) == len(args) and all(a.where == held[0].where for a in held)
-                else None
-            )
-            return Val("dataset", where)
+            if held and len(held) == len(args) and all(a.where == held[0].where for a in held):
+                return Val("dataset", held[0].where)
+            if held and len(held) == len(args) and all(a.where is not None for a in held):
+                # tensors on different devices: each item of a batch is where its tensor is
+                return Val("dataset", items=tuple(Val("tensor", a.where, dev=a.dev) for a in held))
+            return Val("dataset")
         if full in LOADERS:
             return self._loader(node, args, kwargs)
         if full == "torch.from_numpy" or full in LEGACY_HOST:
@@ -372,7 +372,7 @@ class CallsMixin(DevicesMixin):
             return UNKNOWN
         dataset = args[0] if args else kwargs.get("dataset", UNKNOWN)
         if dataset.what == "dataset":
-            return Val("loader", dataset.where)
+            return Val("loader", dataset.where, items=dataset.items)
         return Val("loader")
 
     def _factory(self, node: ast.Call, name: str, args: Args, device: ast.expr | None, made_here: str | None) -> Val:
@@ -665,7 +665,7 @@ class CallsMixin(DevicesMixin):
                     continue
                 if isinstance(parent, ast.Attribute) and parent.attr in SAFE_MODULE_USES:
                     continue
-                if isinstance(parent, ast.Attribute) and _reading_method(self.ctx, parent.attr):
+                if isinstance(parent, ast.Attribute) and self.reading_method(parent.attr):
                     continue
                 if isinstance(parent, ast.Attribute) and parent.attr in MOVES and parent.attr != "type":
                     grand = self.ctx.parent(parent)
@@ -691,13 +691,17 @@ class CallsMixin(DevicesMixin):
             parent = self.ctx.parent(parent)
         return isinstance(parent, ast.Return)
 
+    def reading_method(self, name: str) -> bool:
+        """Whether ``name`` is a method of the file's module classes that leaves its module where it is."""
+        return _reading_method(self.ctx, name)
+
     def _kept_by_local(self, call: ast.Call, arg: ast.expr) -> bool:
         """Whether ``call`` is a call of a function of the file that only reads the parameter ``arg`` lands in."""
         if not isinstance(call.func, ast.Name) or call.func.id not in self.local_functions:
             return False
         func = self.local_functions[call.func.id]
         params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
-        keeps = keeping_parameters(func)
+        keeps = keeping_parameters(func, self.local_functions, self.reading_method)
         for i, given in enumerate(call.args):
             if given is arg:
                 return i < len(params) and params[i] in keeps
@@ -803,6 +807,13 @@ def _layer(ctx: FileContext, cls: ast.ClassDef | None, attr: str) -> bool:
             if full in ctx.kinds.classes and ctx.kinds.class_is_module(full):
                 return True
     return False
+
+
+def _batch(source: Val) -> Val:
+    """What a loader or a dataset gives: a batch where its tensors are, or a tuple of tensors each on its own."""
+    if source.items:
+        return Val("tuple", items=source.items)
+    return Val("batch", source.where)
 
 
 #: Static methods of ``torch.nn`` that make a tensor on ``device=`` (default: the host).

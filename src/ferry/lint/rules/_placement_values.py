@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 HOST = "host"
@@ -295,17 +295,25 @@ def line(node: ast.AST) -> int:
     return getattr(node, "lineno", 0)
 
 
-_KEEPS: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
+_KEEPS: weakref.WeakKeyDictionary[ast.AST, dict[tuple[bool, bool], frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
-def keeping_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+def keeping_parameters(
+    func: ast.FunctionDef | ast.AsyncFunctionDef,
+    local: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None,
+    reading: Callable[[str], bool] | None = None,
+    _seen: frozenset[ast.AST] = frozenset(),
+) -> frozenset[str]:
     """Parameters that ``func`` only reads.
 
-    Read means: called, given to harmless builtins, or used through methods and attributes that neither move a
-    module nor keep it (``model.train()``, ``model(x)``, ``model.parameters()``).
+    Read means: called, given to harmless builtins, used through methods and attributes that neither move a
+    module nor keep it (``model.train()``, ``model(x)``, ``model.parameters()``, a method ``reading(name)`` says
+    only reads), or handed to a function of ``local`` (the file's functions) that only reads it in turn.
     """
-    if func in _KEEPS:
-        return _KEEPS[func]
+    key = (local is not None, reading is not None)
+    known = _KEEPS.setdefault(func, {})
+    if key in known and not _seen:
+        return known[key]
     args = func.args
     names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
     parents: dict[ast.AST, ast.AST] = {}
@@ -323,16 +331,48 @@ def keeping_parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> frozense
             continue
         elif isinstance(parent, ast.Attribute):
             grand = parents.get(parent)
-            if isinstance(parent.ctx, ast.Store) or (
-                isinstance(grand, ast.Call) and grand.func is parent and parent.attr not in SAFE_MODULE_USES
-            ):
+            safe = parent.attr in SAFE_MODULE_USES or (reading is not None and reading(parent.attr))
+            if isinstance(parent.ctx, ast.Store) or (isinstance(grand, ast.Call) and grand.func is parent and not safe):
                 kept.discard(node.id)
-        elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in HARMLESS_READS:
-            continue
-        else:
+        elif not (isinstance(parent, ast.Call) and _reads(parent, node, local, reading, _seen | {func})):
             kept.discard(node.id)
-    _KEEPS[func] = frozenset(kept)
-    return _KEEPS[func]
+    if not _seen:
+        known[key] = frozenset(kept)
+    return frozenset(kept)
+
+
+def _reads(
+    call: ast.Call,
+    arg: ast.expr,
+    local: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef] | None,
+    reading: Callable[[str], bool] | None,
+    seen: frozenset[ast.AST],
+) -> bool:
+    """Whether handing ``arg`` to ``call`` only reads it: a harmless builtin, or a function of the file that reads."""
+    if isinstance(call.func, ast.Name) and call.func.id in HARMLESS_READS:
+        return True
+    return _kept_by(call, arg, local, reading, seen)
+
+
+def _kept_by(
+    call: ast.Call,
+    arg: ast.expr,
+    local: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef] | None,
+    reading: Callable[[str], bool] | None,
+    seen: frozenset[ast.AST],
+) -> bool:
+    """Whether ``call`` hands ``arg`` to a function of ``local`` that only reads that parameter."""
+    if local is None or not isinstance(call.func, ast.Name) or call.func.id not in local:
+        return False
+    callee = local[call.func.id]
+    if callee in seen or len(seen) > 4:
+        return False
+    params = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args]]
+    keeps = keeping_parameters(callee, local, reading, seen)
+    for i, given in enumerate(call.args):
+        if given is arg:
+            return i < len(params) and params[i] in keeps
+    return any(k.value is arg and k.arg in keeps for k in call.keywords)
 
 
 def bound_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
