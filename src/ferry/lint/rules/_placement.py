@@ -49,10 +49,11 @@ import weakref
 from contextlib import suppress
 from dataclasses import dataclass, replace
 
-from ferry.lint.context import FileContext, dotted
+from ferry.lint.context import AVAILABILITY_CHECKS, FileContext, dotted
 from ferry.lint.kinds import TENSOR_CLASSES
 from ferry.lint.rules._placement_calls import CallsMixin
 from ferry.lint.rules._placement_values import (
+    ACCELERATORS,
     DEVICE,
     HARMLESS_CONTEXTS,
     HOST,
@@ -161,6 +162,28 @@ def _passable(name: str, val: Val) -> Val | None:
         return replace(val, name=name)
     if val.what in ("any", *TENSORISH, "loader", "batch", "device"):
         return replace(val, origin=None, name=name)
+    return None
+
+
+def _host_or_device(a: dict[str, Val], b: dict[str, Val], key: str) -> bool:
+    """Whether ``key`` is on the host after one branch and on the device after the other."""
+    first, second = a.get(key), b.get(key)
+    return first is not None and second is not None and {first.where, second.where} == {HOST, DEVICE}
+
+
+def _compare_side(test: ast.Compare) -> bool | None:
+    """``x == "cuda"``, ``"cuda" in x`` (``True``), ``x == "cpu"``, ``x != "cuda"`` (``False``); else ``None``."""
+    op = test.ops[0]
+    for side in (test.left, test.comparators[0]):
+        if isinstance(side, ast.Constant) and isinstance(side.value, str):
+            kind = side.value.split(":")[0].strip().lower()
+            on_accelerator = kind in ACCELERATORS
+            if kind != "cpu" and not on_accelerator:
+                return None
+            if isinstance(op, ast.Eq | ast.In | ast.Is):
+                return on_accelerator
+            if isinstance(op, ast.NotEq | ast.NotIn | ast.IsNot):
+                return not on_accelerator
     return None
 
 
@@ -572,8 +595,43 @@ class _Flow(CallsMixin):
         elif else_leaves:
             self.env = after_body
         else:
-            self.env = merge(after_body, after_else, lambda: self._available_test(stmt.test))
+            merged = merge(after_body, after_else, lambda: self._available_test(stmt.test))
+            side = self._accelerator_branch(stmt.test)
+            if side is not None:  # on a GPU, the branch that runs there decides where values are
+                gpu = after_body if side else after_else
+                for key in list(merged):
+                    picked = gpu.get(key)
+                    if picked is not None and _host_or_device(after_body, after_else, key):
+                        merged[key] = picked
+            self.env = merged
         return False
+
+    def _accelerator_branch(self, test: ast.expr, depth: int = 0) -> bool | None:
+        """Whether ``test`` is true exactly on an accelerator (``True``) or exactly on the CPU (``False``).
+
+        ``None``: neither is known.
+
+        ``torch.cuda.is_available()``, ``device_type == "cuda"``, ``"cuda" in device``, ``device.type != "cpu"``,
+        ``not ...`` of those, ``... and torch.cuda.is_available()``, and names bound once to one of them.
+        """
+        if depth > 3:
+            return None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            inner = self._accelerator_branch(test.operand, depth + 1)
+            return None if inner is None else not inner
+        if isinstance(test, ast.Call):
+            return True if self.ctx.call_name(test) in AVAILABILITY_CHECKS else None
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            sides = [self._accelerator_branch(v, depth + 1) for v in test.values]
+            return True if True in sides and False not in sides else None
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            return _compare_side(test)
+        if isinstance(test, ast.Name | ast.Attribute):
+            name = dotted(test)
+            values = self.ctx.kinds.assigned_values(name) if name else []
+            if len(values) == 1 and isinstance(values[0], ast.expr):
+                return self._accelerator_branch(values[0], depth + 1)
+        return None
 
     def _loop(self, stmt: ast.For | ast.AsyncFor | ast.While) -> None:
         element = None

@@ -400,7 +400,11 @@ class CallsMixin(DevicesMixin):
     def _follow(self, node: ast.Call, name: str, args: Args, kwargs: Kwargs) -> Val:
         """A torch function: the result is where its first tensor argument is."""
         first: Val | None
-        if node.args and isinstance(node.args[0], ast.List | ast.Tuple) and args[0].what in ("seq", "tuple"):
+        if (
+            node.args
+            and isinstance(node.args[0], ast.List | ast.Tuple | ast.ListComp)
+            and args[0].what in ("seq", "tuple")
+        ):
             first = args[0].element if args[0].what == "seq" else agree(args[0].items)
         else:
             first = next((a for a in [*args, *kwargs.values()] if a.what in TENSORISH), None)
@@ -728,7 +732,7 @@ def file_method(ctx: FileContext, name: str) -> ast.FunctionDef | None:
     for cls_name, cls in ctx.kinds.classes.items():
         for stmt in cls.body:
             if isinstance(stmt, ast.FunctionDef) and stmt.name == name:
-                if not ctx.kinds.class_is_module(cls_name) or stmt.decorator_list:
+                if not ctx.kinds.class_is_module(cls_name) or not all(_harmless(ctx, d) for d in stmt.decorator_list):
                     return None
                 found.append(stmt)
     return found[0] if len(found) == 1 else None
@@ -765,13 +769,19 @@ def feeds_submodule(ctx: FileContext, method: ast.FunctionDef, depth: int = 0) -
     params = method.args.args
     if len(params) < 2 or depth > 2:
         return False
-    me, first = params[0].arg, params[1].arg
-    for node in ast.walk(method):
-        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name)):
+    me = params[0].arg
+    derived = {params[1].arg}  # the input, and names computed from it (`idx_cond = idx[:, -n:]`)
+    assigns = [n for n in ast.walk(method) if isinstance(n, ast.Assign)]
+    for _ in range(2):  # twice: a name may be computed from one assigned further down the walk
+        for node in assigns:
+            if any(isinstance(n, ast.Name) and n.id in derived for n in ast.walk(node.value)):
+                derived.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    for call in ast.walk(method):
+        if not (isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Name)):
             continue
-        if node.args[0].id != first:
+        if call.args[0].id not in derived:
             continue
-        func = node.func
+        func = call.func
         if isinstance(func, ast.Name) and func.id == me:
             return True
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == me:
@@ -783,6 +793,12 @@ def feeds_submodule(ctx: FileContext, method: ast.FunctionDef, depth: int = 0) -
             if other is not method and feeds_submodule(ctx, other, depth + 1):
                 return True
     return False
+
+
+def _harmless(ctx: FileContext, decorator: ast.expr) -> bool:
+    """``@torch.no_grad()``, ``@torch.inference_mode()``: decorators that leave a method's devices alone."""
+    full = ctx.qualname(decorator.func if isinstance(decorator, ast.Call) else decorator)
+    return full in ("torch.no_grad", "torch.inference_mode", "torch.enable_grad")
 
 
 def _layer(ctx: FileContext, cls: ast.ClassDef | None, attr: str) -> bool:
