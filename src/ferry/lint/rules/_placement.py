@@ -165,6 +165,11 @@ def _passable(name: str, val: Val) -> Val | None:
     return None
 
 
+def _context_key(values: dict[str, Val]) -> tuple[object, ...]:
+    """What tells two ways of calling a function apart: each value's kind, place and where it was built."""
+    return tuple(sorted((k, v.what, v.where, v.dev, v.fresh, id(v.origin)) for k, v in values.items()))
+
+
 def _host_or_device(a: dict[str, Val], b: dict[str, Val], key: str) -> bool:
     """Whether ``key`` is on the host after one branch and on the device after the other."""
     first, second = a.get(key), b.get(key)
@@ -226,19 +231,24 @@ class _Flow(CallsMixin):
         self.default_device_set = "set_default_device" in ctx.source or "set_default_tensor_type" in ctx.source
         self._moved: dict[ast.AST, dict[str, list[ast.Call]]] = {}
         self._escaped: dict[ast.AST, dict[str, list[ast.AST]]] = {}
+        self._aliased: dict[ast.AST, dict[str, set[str]]] = {}
         self._classes: dict[str, tuple[bool | None, bool]] = {}
         self._available: dict[ast.AST, bool] = {}
         self._busy: set[str] = set()
         self._globals: set[str] | None = None
+        self._handled: set[str] | None = None
         self._owners: set[str] = set()  # the heads of the dotted names bound in this scope (`self` of `self.x`)
         #: functions of the file whose parameters take the values their callers pass (see :meth:`_local`)
         self.local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = local_functions(ctx)
         #: for each of those, the parameters' values at each call site read so far (``None``: a site passes
         #: ``*args``/``**kwargs``, so the parameters stay unknown)
         self.call_sites: dict[str, list[dict[str, Val]] | None] = {}
-        #: the module's environment when its code first calls a function of the file as a statement (``main()``):
-        #: the globals that function sees
-        self.first_call_env: dict[str, Val] | None = None
+        #: the module's environment at each call of a function of the file in its code (``main()``,
+        #: ``train(epoch)``): the globals those functions see
+        self.call_envs: list[dict[str, Val]] = []
+        #: for each entry of ``call_sites``: the module's environment at that call, when the call is in the
+        #: module's own code (``None`` for a call in a function)
+        self.site_globals: dict[str, list[dict[str, Val] | None]] = {}
         #: the globals the file's functions see (set once the module's code has been read)
         self.seeds: dict[str, Val] | None = None
         #: for a function read only for what it returns: the values of its ``return`` statements
@@ -259,20 +269,20 @@ class _Flow(CallsMixin):
             *self.ctx.nodes(ast.FunctionDef),
             *self.ctx.nodes(ast.AsyncFunctionDef),
         ]
-        seeds = self._globals_seen_by_functions(self.first_call_env if self.first_call_env is not None else self.env)
+        seeds = self._globals_seen_by_functions(self.call_envs or [self.env])
         self.seeds = seeds
         done: set[ast.AST] = {tree}
         for func in self._callers_first(functions):
             args = func.args
-            for passed in self._contexts(func, done):
+            for passed, seen in self._contexts(func, done, seeds):
                 params: dict[str, Val] = {}
                 for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
                     if arg is not None:
                         given = passed.get(arg.arg, UNKNOWN)
                         params[arg.arg] = given if given.what != "unknown" else self._parameter(arg)
-                if seeds:
+                if seen:
                     local = bound_names(func)
-                    for name, val in seeds.items():
+                    for name, val in seen.items():
                         if name not in local and name not in params:
                             params[name] = val
                 self._scope(func, func.body, params, frozenset(declared.get(func, ())))
@@ -281,50 +291,46 @@ class _Flow(CallsMixin):
 
     # -- functions of the file: callers first, parameters from the call sites ----------------------------------
 
-    def _globals_seen_by_functions(self, module_env: dict[str, Val]) -> dict[str, Val]:
-        """Module-level names bound once, with their values when the module's code first calls a function of the file.
+    def _globals_seen_by_functions(self, module_envs: list[dict[str, Val]]) -> dict[str, Val]:
+        """Module-level names as the file's functions see them.
 
-        Once: before the module's last statement that calls a function of the file (later bindings are for the
-        module's own code).
+        Their values at every call of a function of the file in the module's code, merged (or at the end of the
+        module's code when it calls none).
 
-        ``module_env``: the environment at that first call (``main()`` or ``train(epoch)`` at the bottom), or at the
-        end of the module's code. Left out: names some function declares ``global``, and modules that some function
-        moves or hands to another call (they may be anywhere when it runs).
+        Left out: names bound under other names (``a.b``), names some function declares ``global``, and modules that
+        some function moves or hands to another call (they may be anywhere when it runs).
         """
-        nodes = _module_level_nodes(self.ctx.tree)
-        calls = [
-            line(n)
-            for n in nodes
-            if isinstance(n, ast.Expr)
-            and isinstance(n.value, ast.Call)
-            and isinstance(n.value.func, ast.Name)
-            and n.value.func.id in self.local_functions
-        ]
-        last_call = max(calls, default=None)  # bindings after the module's last call of its functions do not matter
-        bound: dict[str, int] = {}
-        for node in nodes:
-            stored = isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
-            if stored and (last_call is None or line(node) <= last_call):
-                assert isinstance(node, ast.Name)
-                bound[node.id] = bound.get(node.id, 0) + 1
-        handled: set[str] = set()
-        for func in [*self.ctx.nodes(ast.FunctionDef), *self.ctx.nodes(ast.AsyncFunctionDef)]:
-            for node in ast.walk(func):
-                if isinstance(node, ast.Call):
-                    if isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
-                        handled.add(dotted(node.func.value) or "")
-                    for arg in [*node.args, *(k.value for k in node.keywords)]:
-                        if isinstance(arg, ast.Name):
-                            handled.add(arg.id)
+        handled = self._handled_by_functions()
         seeds: dict[str, Val] = {}
-        for name, val in module_env.items():
-            if "." in name or bound.get(name) != 1 or name in self.global_names():
+        names = {name for env in module_envs for name in env}
+        for name in names:
+            if "." in name or name in self.global_names():
                 continue
+            # a call made before the name is bound runs a function that does not read it (or fails)
+            vals = [env[name] for env in module_envs if name in env]
+            val = vals[0]
+            for other in vals[1:]:
+                val = join(val, other, None)
             if val.what == "module" and name in handled:
                 continue
             if _seedable(val) or (val.what in ("seq", "dict") and val.element is not None and _seedable(val.element)):
                 seeds[name] = val  # a dict of loaders (`dataloaders[phase]`) too
         return seeds
+
+    def _handled_by_functions(self) -> set[str]:
+        """Names the file's functions move or hand to a call (``model.to(device)``, ``train(model)``)."""
+        if self._handled is None:
+            handled: set[str] = set()
+            for func in [*self.ctx.nodes(ast.FunctionDef), *self.ctx.nodes(ast.AsyncFunctionDef)]:
+                for node in ast.walk(func):
+                    if isinstance(node, ast.Call):
+                        if isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
+                            handled.add(dotted(node.func.value) or "")
+                        for arg in [*node.args, *(k.value for k in node.keywords)]:
+                            if isinstance(arg, ast.Name):
+                                handled.add(arg.id)
+            self._handled = handled
+        return self._handled
 
     def _callers_first(
         self, functions: list[ast.FunctionDef | ast.AsyncFunctionDef]
@@ -355,29 +361,38 @@ class _Flow(CallsMixin):
             waiting = [f for f in waiting if f not in placed]
         return ordered
 
-    def _contexts(self, func: ast.FunctionDef | ast.AsyncFunctionDef, done: set[ast.AST]) -> list[dict[str, Val]]:
-        """The values a local function's parameters take, one dict per way it is called.
+    def _contexts(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, done: set[ast.AST], seeds: dict[str, Val]
+    ) -> list[tuple[dict[str, Val], dict[str, Val]]]:
+        """The values a local function's parameters and globals take, one pair of dicts per way it is called.
 
         Each call site that passes different values is read on its own (up to :data:`_MAX_CONTEXTS` of them), so
-        ``train(model_a)`` and ``train(model_b)`` are each checked with their own model; beyond that, the sites'
-        values merged. Only values of a kind the analysis tracks; ``[{}]`` when some site is not known or some caller
+        ``train(model_a)`` and ``train(model_b)`` are each checked with their own model; a call in the module's own
+        code comes with the globals as they are there (``evaluate(val_data)`` before the model is reloaded, and
+        after). Beyond that many, the sites' values merged, with ``seeds`` (the globals merged over every call).
+        Only values of a kind the analysis tracks; no parameter values when some site is not known or some caller
         has not been read yet.
         """
         if self.local_functions.get(func.name) is not func:
-            return [{}]
+            return [({}, seeds)]
         sites = self.call_sites.get(func.name)
         if not sites:
-            return [{}]
+            return [({}, seeds)]
         callers = {self.ctx.enclosing_function(n) or self.ctx.tree for n in self._calls_of(func.name)}
         if not callers <= done:
-            return [{}]
-        distinct: dict[tuple[object, ...], dict[str, Val]] = {}
-        for site in sites:
+            return [({}, seeds)]
+        snapshots = self.site_globals.get(func.name, [])
+        distinct: dict[tuple[object, ...], tuple[dict[str, Val], dict[str, Val]]] = {}
+        for i, site in enumerate(sites):
             kept = {name: _passable(name, val) for name, val in site.items()}
             given = {name: val for name, val in kept.items() if val is not None}
-            key = tuple(sorted((k, v.what, v.where, v.dev, v.fresh, id(v.origin)) for k, v in given.items()))
-            distinct.setdefault(key, given)
-        if 1 < len(distinct) <= _MAX_CONTEXTS:
+            snapshot = snapshots[i] if i < len(snapshots) else None
+            seen = self._globals_seen_by_functions([snapshot]) if snapshot is not None else seeds
+            key = (_context_key(given), _context_key(seen))
+            distinct.setdefault(key, (given, seen))
+            if len(distinct) > _MAX_CONTEXTS:
+                break
+        if len(distinct) <= _MAX_CONTEXTS:
             return list(distinct.values())
         merged: dict[str, Val] = {}
         for name in sites[0]:
@@ -388,7 +403,7 @@ class _Flow(CallsMixin):
             passable = _passable(name, val)
             if passable is not None:
                 merged[name] = passable
-        return [merged]
+        return [(merged, seeds)]
 
     def _calls_of(self, name: str) -> list[ast.Call]:
         return [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == name]
@@ -446,8 +461,8 @@ class _Flow(CallsMixin):
         """
         assert isinstance(node.func, ast.Name)
         func = self.local_functions[node.func.id]
-        if top and self.first_call_env is None and self.scope is self.ctx.tree:  # `main()`, `train(epoch)`
-            self.first_call_env = dict(self.env)
+        if self.scope is self.ctx.tree and self.returns is None and len(self.call_envs) < 64:
+            self.call_envs.append(dict(self.env))  # `main()`, `train(epoch)`: the globals it sees
         params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
         given: dict[str, Val] | None = {}
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
@@ -468,6 +483,8 @@ class _Flow(CallsMixin):
                 self.call_sites[func.name] = None
             else:
                 sites.append(given)
+                module_level = self.scope is self.ctx.tree and self.returns is None
+                self.site_globals.setdefault(func.name, []).append(dict(self.env) if module_level else None)
         keeps = keeping_parameters(func, self.local_functions, self.reading_method)
         escaping: set[ast.expr] = set()
         for name, arg in zip(params, node.args, strict=False):

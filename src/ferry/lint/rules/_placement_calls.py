@@ -60,6 +60,7 @@ class CallsMixin(DevicesMixin):
     default_device_set: bool
     _moved: dict[ast.AST, dict[str, list[ast.Call]]]
     _escaped: dict[ast.AST, dict[str, list[ast.AST]]]
+    _aliased: dict[ast.AST, dict[str, set[str]]]
     _classes: dict[str, tuple[bool | None, bool]]
 
     local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
@@ -236,6 +237,30 @@ class CallsMixin(DevicesMixin):
         where = self.device_where(target)
         return where, self.segment(target) if where is not None else None
 
+    def _typed_where(self, node: ast.expr, depth: int = 0) -> str | None:
+        """Where ``x.type(node)`` puts ``x`` for a legacy tensor type.
+
+        ``torch.cuda.FloatTensor``: the device; ``torch.FloatTensor``: the host; either picked on CUDA availability:
+        the device; a name bound once to one of those (``dtype = torch.cuda.FloatTensor if use_cuda else ...``).
+        """
+        if isinstance(node, ast.IfExp) and depth < 3:
+            body, orelse = self._typed_where(node.body, depth + 1), self._typed_where(node.orelse, depth + 1)
+            if body == orelse:
+                return body
+            if {body, orelse} == {HOST, DEVICE} and self.ctx.mentions_availability(node.test):
+                return DEVICE
+            return None
+        text = node.value if isinstance(node, ast.Constant) else self.ctx.qualname(node) or ""
+        if isinstance(text, str) and ".cuda." in text and text.endswith("Tensor"):
+            return DEVICE
+        if isinstance(text, str) and text in LEGACY_HOST:
+            return HOST
+        if isinstance(node, ast.Name) and depth < 3:
+            values = self.ctx.kinds.assigned_values(node.id)
+            if len(values) == 1 and isinstance(values[0], ast.expr):
+                return self._typed_where(values[0], depth + 1)
+        return None
+
     def _is_dtype(self, node: ast.expr) -> bool:
         full = self.ctx.qualname(node)
         if full is None:
@@ -253,10 +278,10 @@ class CallsMixin(DevicesMixin):
             if not node.args:
                 return STRING
             arg = node.args[0]
-            text = arg.value if isinstance(arg, ast.Constant) else self.ctx.qualname(arg) or ""
-            if isinstance(text, str) and ".cuda." in text:
+            typed = self._typed_where(arg)
+            if typed == DEVICE:
                 return replace(base, where=DEVICE, dev='"cuda"')
-            if isinstance(text, str) and text in LEGACY_HOST:
+            if typed == HOST:
                 return replace(base, where=HOST)
             return base if self._is_dtype(arg) else replace(base, where=None)
         if method == "pin_memory":
@@ -308,6 +333,8 @@ class CallsMixin(DevicesMixin):
             source = args[0] if args else UNKNOWN
             where = self.device_where(device) if device is not None else source.where
             return Val("tensor", where, scalar=source.scalar, dev=source.dev)
+        if full in ("torch.autograd.Variable", "torch.autograd.variable.Variable") and args:
+            return args[0]  # deprecated: gives the tensor back, where it is
         if full in MASK_FACTORIES:  # made where `device=` says, else on the host
             where = self.device_where(device) if device is not None else made_here
             return Val("tensor", where, dev=self.segment(device) if device is not None else None)
@@ -331,13 +358,16 @@ class CallsMixin(DevicesMixin):
             return Val("tensor", DEVICE, dev='"cuda"')
         if full in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer") and args:
             return replace(args[0], origin=None) if args[0].what in TENSORISH else Val("tensor")
-        if full in ("torch.compile", "torch.jit.script", "torch.jit.trace") and args:
-            return replace(args[0], fresh=False, origin=None) if args[0].what in ("module", "any") else UNKNOWN
+        if full in COMPILERS and args:
+            # the compiled module shares the parameters: bound to the same name it is the same module (a new name
+            # is an alias, see `bind`)
+            return args[0] if args[0].what in ("module", "any") else UNKNOWN
         if full.startswith("torch.nn.functional.") and last in LOSS_FUNCTIONS:
             return self._loss(node, None, args, kwargs)
         if full.startswith("torch.nn.") and last[:1].isupper():
-            if "Parallel" in last:
-                return Val("module", params=False)  # DataParallel/DDP move their inputs themselves
+            if "Parallel" in last:  # DataParallel/DDP move their inputs themselves; the module stays where it is
+                inner = args[0] if args and args[0].what == "module" else Val("module")
+                return replace(inner, wrapper=True, name=None)
             if full.startswith("torch.nn.utils."):
                 return None
             return self._build_nn(node, last, args, device, made_here)
@@ -450,8 +480,9 @@ class CallsMixin(DevicesMixin):
     def _class_info(self, name: str) -> tuple[bool | None, bool]:
         """For a module class of the file: (holds parameters?, deals with devices itself?).
 
-        A class deals with devices itself when a method takes a device, it moves itself or its inputs, or its
-        ``forward`` moves anything (its outputs may then be anywhere).
+        A class deals with devices itself when its ``__init__`` or ``forward`` takes a device, a method moves
+        itself, a part of itself or its inputs, or its ``forward`` moves anything (its outputs may then be
+        anywhere).
         """
         if name in self._classes:
             return self._classes[name]
@@ -471,7 +502,8 @@ class CallsMixin(DevicesMixin):
         for node in ast.walk(cls):  # breadth first: every method is seen before the calls in it
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 names = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
-                aware = aware or any("device" in n.lower() for n in names)
+                if node.name in ("__init__", "forward", "__call__"):  # other methods count when they move `self`
+                    aware = aware or any("device" in n.lower() for n in names)
                 if node.name in ("forward", "__call__"):
                     forward_args.update(n for n in names if n != "self")
                     aware = aware or any(
@@ -481,8 +513,8 @@ class CallsMixin(DevicesMixin):
             elif isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Attribute) and func.attr in MOVES:
-                    receiver = dotted(func.value)
-                    aware = aware or receiver == "self" or (receiver or ".").split(".")[0] in forward_args
+                    receiver = (dotted(func.value) or ".").split(".")[0]
+                    aware = aware or receiver == "self" or receiver in forward_args
                 if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter"):
                     params = True
                 full = self.ctx.qualname(func) or ""
@@ -505,6 +537,8 @@ class CallsMixin(DevicesMixin):
             return Val("output", module.where, dev=module.dev) if module.where == DEVICE else UNKNOWN
         first, first_node = args[0], node.args[0]
         callee = self.label(module, node.func)
+        if module.wrapper and module.where == DEVICE:
+            return Val("output", DEVICE, dev=module.dev)  # gathered on the device whatever the input
         if module.where == DEVICE and module.params is not False:
             host = [
                 (a, n)
@@ -595,14 +629,19 @@ class CallsMixin(DevicesMixin):
         """
         if not isinstance(func, ast.Name):
             return False
-        name = func.id
-        if name in self.global_names():
+        if func.id in self.global_names():
             return False
-        escapes = self._escapes().get(name, [])
-        moves = self._moved_names().get(name, [])
-        return not any(
-            self._may_run_before(node, func) and not self._runs_before(node, origin) for node in [*escapes, *moves]
-        )
+        names = {func.id}
+        aliases = self._aliases()
+        for _ in range(3):  # `raw_model = model`: what is done to an alias is done to the module
+            names |= {alias for name in names for alias in aliases.get(name, ())}
+        nodes = [n for name in names for n in [*self._escapes().get(name, []), *self._moved_names().get(name, [])]]
+        return not any(self._may_run_before(node, func) and not self._runs_before(node, origin) for node in nodes)
+
+    def _aliases(self) -> dict[str, set[str]]:
+        """``alias = name`` statements of this scope: for each name, the names bound to it."""
+        self._escapes()
+        return self._aliased.get(self.scope, {})
 
     def _runs_before(self, node: ast.AST, origin: ast.AST | None) -> bool:
         """Whether ``node`` only runs before ``origin``.
@@ -654,6 +693,7 @@ class CallsMixin(DevicesMixin):
         scope = self.scope
         if scope not in self._escaped:
             names: dict[str, list[ast.AST]] = {}
+            aliased: dict[str, set[str]] = {}
             local: dict[ast.AST, set[str]] = {}
             for node in ast.walk(scope):
                 if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
@@ -677,10 +717,18 @@ class CallsMixin(DevicesMixin):
                         continue  # a move: `_moved_names` knows where it runs
                 if isinstance(parent, ast.Call) and self._kept_by_local(parent, node):
                     continue
+                if isinstance(parent, ast.Call) and parent.args[:1] == [node] and _wraps(self.ctx.call_name(parent)):
+                    continue  # `torch.compile(model)`, `nn.DataParallel(model)`: share the module's parameters
+                if isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1:
+                    target = parent.targets[0]
+                    if isinstance(target, ast.Name):
+                        aliased.setdefault(node.id, set()).add(target.id)
+                        continue
                 if self._returned_only(node, parent):
                     continue
                 names.setdefault(node.id, []).append(node)
             self._escaped[scope] = names
+            self._aliased[scope] = aliased
         return self._escaped[scope]
 
     def _returned_only(self, node: ast.Name, parent: ast.AST | None) -> bool:
@@ -830,6 +878,17 @@ def _batch(source: Val) -> Val:
     if source.items:
         return Val("tuple", items=source.items)
     return Val("batch", source.where)
+
+
+#: Functions that wrap a module and share its parameters.
+COMPILERS = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace"})
+
+
+def _wraps(name: str | None) -> bool:
+    """Whether a call of ``name`` wraps the module it is given, sharing its parameters."""
+    if name is None:
+        return False
+    return name in COMPILERS or (name.startswith("torch.nn.") and name.endswith("DataParallel"))
 
 
 #: Static methods of ``torch.nn`` that make a tensor on ``device=`` (default: the host).

@@ -183,6 +183,8 @@ class Val:
         loss: A loss module.
         weight: A loss module's host ``weight=`` tensor.
         inplace: The device is known only from ``x.to(device)`` as a statement on a value of unknown kind.
+        wrapper: ``nn.DataParallel``/``DistributedDataParallel`` around a module: it moves its inputs itself, and
+            its outputs are where the wrapped module is.
     """
 
     what: str = "unknown"
@@ -199,6 +201,7 @@ class Val:
     loss: bool = False
     weight: ast.expr | None = None
     inplace: bool = False
+    wrapper: bool = False
 
 
 UNKNOWN = Val()
@@ -254,6 +257,7 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         loss=a.loss and b.loss,
         weight=a.weight if a.weight is b.weight else None,
         inplace=a.inplace or b.inplace,
+        wrapper=a.wrapper or b.wrapper,
     )
 
 
