@@ -90,16 +90,33 @@ class Report:
     message: str
 
 
-_CACHE: weakref.WeakKeyDictionary[FileContext, list[Report]] = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[FileContext, tuple[list[Report], frozenset[ast.Call]]] = weakref.WeakKeyDictionary()
+
+
+def _analysed(ctx: FileContext) -> tuple[list[Report], frozenset[ast.Call]]:
+    found = _CACHE.get(ctx)
+    if found is None:
+        if _may_report(ctx.source):
+            flow = _Flow(ctx)
+            found = (flow.run(), frozenset(flow.tensor_moves))
+        else:
+            found = ([], frozenset())
+        _CACHE[ctx] = found
+    return found
 
 
 def reports(ctx: FileContext, code: str) -> list[Report]:
     """The findings of rule ``code`` in the file; the analysis runs once per file for all three rules."""
-    found = _CACHE.get(ctx)
-    if found is None:
-        found = _Flow(ctx).run() if _may_report(ctx.source) else []
-        _CACHE[ctx] = found
-    return [r for r in found if r.code == code]
+    return [r for r in _analysed(ctx)[0] if r.code == code]
+
+
+def tensor_moves(ctx: FileContext) -> frozenset[ast.Call]:
+    """Calls ``x.to(...)``, ``x.cuda()``, ... written as statements, whose ``x`` the analysis knows is a tensor.
+
+    For FRY001: such a statement throws the moved tensor away (``Tensor.to`` is not in place), whatever kind
+    inference says of ``x`` (a parameter that callers give a tensor, an item of a dataset).
+    """
+    return _analysed(ctx)[1]
 
 
 def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -255,6 +272,8 @@ class _Flow(CallsMixin):
         self.returns: list[Val] | None = None
         self.depth = 0  # how many calls deep this reading of a function is
         self._returned_memo: dict[tuple[object, ...], Val] = {}
+        #: moves written as statements on values known to be tensors (see :func:`tensor_moves`)
+        self.tensor_moves: set[ast.Call] = set()
 
     # -- scopes -----------------------------------------------------------------------------------------------
 

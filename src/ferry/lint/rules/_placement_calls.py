@@ -61,6 +61,7 @@ class CallsMixin(DevicesMixin):
     _moved: dict[ast.AST, dict[str, list[ast.Call]]]
     _escaped: dict[ast.AST, dict[str, list[ast.AST]]]
     _aliased: dict[ast.AST, dict[str, set[str]]]
+    tensor_moves: set[ast.Call]
     _classes: dict[str, tuple[bool | None, bool]]
 
     local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
@@ -161,6 +162,8 @@ class CallsMixin(DevicesMixin):
             owner = dotted(inner)
         tracked = owner is not None and owner in self.env
         if receiver.what in TENSORISH:
+            if top and method in MOVES:
+                self.tensor_moves.add(node)
             return self._tensor_method(node, method, receiver)
         if receiver.what == "module" or (receiver.what == "any" and method in MOVES | SAME_MODULE):
             if method in MOVES:

@@ -40,6 +40,7 @@ from ferry.lint.context import FileContext, dotted
 from ferry.lint.kinds import SCOPES
 from ferry.lint.model import Edit, Finding, Fix, Rule
 from ferry.lint.rules._io import device_variable
+from ferry.lint.rules._placement import tensor_moves
 
 MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type", "contiguous", "pin_memory"})
 
@@ -70,7 +71,7 @@ def _is_tensor_move(ctx: FileContext, call: ast.expr) -> bool:
     if call.func.attr == "type" and not (call.args or call.keywords):
         return False  # `t.type()` returns the type name: nothing to keep
     kind = ctx.kind(call.func.value)
-    return kind is not None and kind.is_tensor
+    return (kind is not None and kind.is_tensor) or call in tensor_moves(ctx)
 
 
 def _finding(ctx: FileContext, stmt: ast.Expr, call: ast.Call, tuple_fix: Fix | None, *, in_tuple: bool) -> Finding:
