@@ -526,6 +526,9 @@ class Flow:
         if isinstance(func, ast.Attribute):
             helper = Places.function_called(ctx, node)
             if helper is not None:
+                fed = self._fed_to_layers(node, helper) if _submodule(func) else []
+                if fed:  # `self.forward_step(cpu_tensor, ...)`
+                    self._module_call(node, fed)
                 return self._helper(node, helper)
             kind = ctx.kind(func.value)
             if kind is not None and kind.is_module:
@@ -603,18 +606,38 @@ class Flow:
             return known[0]
         return None
 
-    def _module_call(self, node: ast.Call) -> None:
-        """``self.embed(torch.arange(n))``: a CPU tensor fed to a submodule, which lives on the input's device."""
+    def _module_call(self, node: ast.Call, args: list[ast.expr] | None = None) -> None:
+        """``self.embed(torch.arange(n))``: a CPU tensor fed to a submodule, which lives on the input's device.
+
+        ``args``: the arguments that reach the submodule (default: all of them).
+        """
         func = self.ctx.enclosing_function(node)
         if func is None or not self.inputs(func):
             return
-        for arg in node.args:
+        for arg in node.args if args is None else args:
             found = self.dev(arg)
             if found is not None and found.where == "cpu":
                 inputs = sorted(self.inputs(func))
                 device = inputs[0] if len(inputs) == 1 else ""
                 for origin in sorted(found.origins, key=_position):
                     self.meetings.setdefault(origin, Meeting(origin, node, "meets", device))
+
+    def _fed_to_layers(self, node: ast.Call, method: ast.AST) -> list[ast.expr]:
+        """The arguments of ``node`` (a call of the method ``self.<name>(...)``) that it hands to a submodule.
+
+        ``def forward_step(self, input, ...): self.embedding(input)``: calling it with a CPU tensor is calling the
+        embedding with it.
+        """
+        if not isinstance(method, ast.FunctionDef) or not method.args.args:
+            return []
+        params = [a.arg for a in method.args.args[1:]]
+        fed: set[str] = set()
+        for call in ast.walk(method):
+            if isinstance(call, ast.Call) and _submodule(call.func):
+                kind = self.ctx.kind(call.func)
+                if kind is not None and kind.is_module:
+                    fed.update(a.id for a in call.args if isinstance(a, ast.Name))
+        return [arg for i, arg in enumerate(node.args) if i < len(params) and params[i] in fed]
 
     def _move(self, node: ast.Call) -> Dev | None:
         """``t.to(...)``, ``.cuda()``, ``.type_as(x)``: moved (a dtype-only ``.to`` keeps the place).
