@@ -1,14 +1,19 @@
 """FRY010 inference-in-train-mode.
 
 ## What it does
-Finds models used for prediction in the wrong autograd or module mode, in two shapes:
+Finds models used for prediction in the wrong autograd or module mode, in these shapes:
 
 - weights loaded (``model.load_state_dict(...)``, or a whole model from ``torch.load``/``torch.jit.load``) and the
   model then called (``model(x)``, ``model.forward/inference/predict(x)``) with no ``model.eval()`` in between,
   in code that does not train (no ``backward()``/``optimizer.step()`` in the function) and never calls
   ``model.train()``;
 - a model switched to ``eval()`` and then called in a loop whose outputs are kept (``outs.append(model(x))``)
-  outside ``torch.no_grad()``/``torch.inference_mode()``, in a function that does not train.
+  outside ``torch.no_grad()``/``torch.inference_mode()``, in a function that does not train;
+- a function of the file that predicts under ``no_grad`` with a model it never switches to ``eval()``, after a
+  caller trained that model (``model.train()``, or a call of a function that does);
+- a training loop over phases that calls ``model.train()`` in one branch (``if phase == "train":``) and never
+  ``model.eval()``: in the other phase the model predicts with gradients off (``torch.no_grad()``,
+  ``torch.set_grad_enabled(phase == "train")``) still in training mode.
 
 Not reported: models whose layers behave the same in both modes (``nn.Linear``, a ``nn.Sequential`` of such layers,
 a module class of this file built only from them), models handed to another call before the prediction (it may
@@ -624,12 +629,69 @@ def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
                 )
 
 
+def _gradients_off(ctx: FileContext, node: ast.AST) -> bool:
+    """Whether ``node`` runs under ``no_grad``/``inference_mode`` or ``set_grad_enabled(<a condition>)``."""
+    for above in ctx.ancestors(node):
+        if isinstance(above, ast.With | ast.AsyncWith):
+            for item in above.items:
+                expr = item.context_expr
+                full = ctx.qualname(expr.func if isinstance(expr, ast.Call) else expr)
+                if full in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"):
+                    return True
+                if full == "torch.set_grad_enabled" and isinstance(expr, ast.Call) and expr.args:
+                    return not isinstance(expr.args[0], ast.Constant)  # `set_grad_enabled(phase == "train")`
+    return False
+
+
+def _phases_without_eval(facts: _Facts) -> Iterator[Finding]:
+    """A loop over phases that switches the model to ``train()`` in one branch and never to ``eval()``.
+
+    ``if phase == "train": model.train()`` with no ``model.eval()`` for the other phase: once the training phase
+    has run, the model predicts for the other one, with gradients off, still in training mode.
+    """
+    ctx = facts.ctx
+    for func in [*ctx.nodes(ast.FunctionDef), *ctx.nodes(ast.AsyncFunctionDef)]:
+        calls = facts.calls(func)
+        for switch in calls:
+            callee = switch.func
+            if not (isinstance(callee, ast.Attribute) and callee.attr == "train" and not switch.args):
+                continue
+            if switch.keywords:
+                continue
+            model = dotted(callee.value)
+            branch = next((a for a in ctx.ancestors(switch) if isinstance(a, ast.If)), None)
+            loop = innermost_loop(ctx, switch)
+            if model is None or branch is None or loop is None or not _inside(branch, loop):
+                continue
+            if any(
+                _switches_mode(c, model) and c is not switch and not _trains_again(c) for c in calls
+            ):  # an eval() somewhere (or a second train() that may be train(False)): not this bug
+                continue
+            uses = [c for c in calls if _is_model_call(c, model) and _inside(c, loop) and _gradients_off(ctx, c)]
+            if not uses or not facts.trains(func, with_losses=False):
+                continue
+            yield Finding(
+                switch,
+                message=f"`{model}.train()` runs only when `{ctx.segment(branch.test)}`, and `{model}.eval()` never: "
+                f"in the other pass of the loop the model predicts with gradients off (line {uses[0].lineno}) but "
+                f"still in training mode (dropout active, batch norm on batch statistics); fix: add "
+                f"`else: {model}.eval()`",
+            )
+
+
+def _trains_again(call: ast.Call) -> bool:
+    """``model.train()``: switches to training (not ``train(False)``)."""
+    callee = call.func
+    return isinstance(callee, ast.Attribute) and callee.attr == "train" and not call.args and not call.keywords
+
+
 def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield predictions by models left in training mode after loading or training, and loops that keep graphs."""
     facts = _Facts(ctx)
     yield from _loaded_without_eval(facts)
     yield from _kept_without_grad_off(facts)
     yield from _evaluated_after_training(facts)
+    yield from _phases_without_eval(facts)
 
 
 RULE = Rule(
