@@ -9,8 +9,8 @@ source): a trace of its clean run on pretend GPUs says what each ``.to``/``.cuda
 is; :mod:`inject` writes one mutant per place where a bug class fits. A mutant counts only when its bug shows:
 
 * classes whose effect shows on a GPU run on pretend GPUs (``ferry.sanitizer.pretend_cuda``); the mutant must raise
-  or print something the clean program does not (lines that differ between two clean runs, such as timings, are
-  left out of the comparison);
+  or print something the clean program does not (the programs run with a clock that advances 1 ms per reading, so
+  the timings they print repeat; lines that still differ between two clean runs are left out of the comparison);
 * hard-coded CUDA shows on a machine without CUDA: the mutant runs on this CPU-only machine and must fail or print
   differently;
 * ``torch.load`` without ``map_location`` and a pickled whole module change the program's files, not what it prints:
@@ -81,8 +81,11 @@ def _lint(name: str, source: str) -> set[tuple[str, int]]:
 def baseline(path: Path) -> dict[str, Any]:
     """The clean program: its lint findings, call-site trace, two pretend runs, a CPU run, a sanitized run."""
     sites = inject.trace_sites(path, lambda p: run_program(p, sanitize=False, timeout=TIMEOUT))
-    pretend = (run_program(path, sanitize=False), run_program(path, sanitize=False))
-    cpu = (run_program(path, sanitize=False, pretend=False), run_program(path, sanitize=False, pretend=False))
+    pretend = (run_program(path, sanitize=False, repeatable=True), run_program(path, sanitize=False, repeatable=True))
+    cpu = (
+        run_program(path, sanitize=False, pretend=False, repeatable=True),
+        run_program(path, sanitize=False, pretend=False, repeatable=True),
+    )
     sanitized = run_program(path, sanitize=True)
     return {
         "sites": sites,
@@ -134,7 +137,7 @@ def check(mutant: inject.Mutant) -> dict[str, Any]:
             row["runtime"] = None
             return row
         pretend = shows == "gpu"
-        result = run_program(path, sanitize=False, pretend=pretend, timeout=TIMEOUT)
+        result = run_program(path, sanitize=False, pretend=pretend, timeout=TIMEOUT, repeatable=True)
         row["valid"] = _changed(base["pretend" if pretend else "cpu"], result)
         row["effect"] = (result["error"] or "").split("\n")[0][:200] or "output differs"
         if not row["valid"]:

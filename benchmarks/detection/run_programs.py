@@ -41,12 +41,42 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 DEVICE_COUNT = {"data_parallel.py": 2}
 
 
-def run_program(path: Path, *, sanitize: bool, pretend: bool = True, timeout: float | None = None) -> dict[str, Any]:
+class _Clock:
+    """A clock for the program under test that advances 1 ms per reading, so timings it prints repeat exactly."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        self.now += 0.001
+        return self.now
+
+    def ns(self) -> int:
+        return int(self() * 1e9)
+
+
+@contextlib.contextmanager
+def _frozen_clock() -> Any:
+    saved = (time.time, time.perf_counter, time.monotonic, time.time_ns, time.perf_counter_ns)
+    clock = _Clock()
+    time.time = time.perf_counter = time.monotonic = clock  # type: ignore[assignment]
+    time.time_ns = time.perf_counter_ns = clock.ns  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        time.time, time.perf_counter, time.monotonic, time.time_ns, time.perf_counter_ns = saved
+
+
+def run_program(
+    path: Path, *, sanitize: bool, pretend: bool = True, timeout: float | None = None, repeatable: bool = False
+) -> dict[str, Any]:
     """Run ``path`` once as ``__main__`` in a temporary folder; its findings, error, output and wall time.
 
     ``pretend=False`` runs it on this machine's own devices (a CPU-only machine here), with the sanitizer when
     ``sanitize``. ``timeout`` (seconds) stops a program that runs too long with ``TimeoutError`` (its error).
-    The global random number generators are seeded with 0 first, so a program's output is repeatable.
+    The global random number generators are seeded with 0 first, so a program's output is repeatable;
+    ``repeatable`` also gives the program a clock that advances 1 ms per reading (the timings it prints repeat, so
+    a mutant's output can be compared line by line with the clean program's; the wall time is still measured).
     """
     count = DEVICE_COUNT.get(path.name, 1)
     findings: list[dict[str, Any]] = []
@@ -71,9 +101,10 @@ def run_program(path: Path, *, sanitize: bool, pretend: bool = True, timeout: fl
         if timeout:
             signal.signal(signal.SIGALRM, _too_long)
             signal.setitimer(signal.ITIMER_REAL, timeout)
+        clock = _frozen_clock() if repeatable else contextlib.nullcontext()
         started = time.perf_counter()
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), checks as report:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), clock, checks as report:
                 runpy.run_path(str(path), run_name="__main__")
         except BaseException as failure:  # a program's failure is the result, whatever it is
             error = "".join(traceback.format_exception_only(type(failure), failure)).strip()

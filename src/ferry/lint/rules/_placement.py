@@ -19,11 +19,19 @@ inputs; ``if``/``else`` branches merge (a move under ``if torch.cuda.is_availabl
 device), loop bodies are read twice so values carried from one iteration to the next are merged.
 
 Across the functions of a file: a function defined once at the top of the file and only ever called (never passed
-on, decorated or rebound) gets, for each parameter, what its calls pass (merged over the calls; callers are read
-first); a call of it returns what its ``return`` statements give for the values passed (read two calls deep at
-most); and every function sees the module-level models, tensors and loaders bound once, as they are when the module
-first calls a function of the file as a statement (``main()``, ``train(epoch)``). A module passed to such a function
-keeps its value in the caller when the function only reads it (calls it, ``.train()``, ``.parameters()``).
+on, decorated or rebound) is read once per way it is called (up to four; beyond that with the calls' values merged):
+its parameters take what that call passes (callers are read first), and its globals the module-level models,
+tensors and loaders as they are at that call when the module's own code makes it (merged over the module's calls
+for calls made in other functions). A call of it returns what its ``return`` statements give for the values passed
+(read two calls deep at most). A module passed to such a function keeps its value in the caller when the function
+only reads it (calls it, ``.train()``, ``.parameters()``, a method of the file's module classes that changes nothing
+of it, or hands it on to another such function) or returns it. A method of the file's module classes that hands its
+input to one of the module's layers (``def decode(self, z): return self.fc(z)``) is a call of the module.
+
+Branches that decide on the accelerator (``if torch.cuda.is_available():``, ``if device_type == "cuda":``, ``not``
+of those): on a GPU the branch that runs there decides where a value is. ``nn.DataParallel``/``DistributedDataParallel``
+and ``torch.compile`` share the module they wrap (a wrapper of a module never moved is never moved); ``alias = model``
+makes what is done to either count for both.
 
 A ``DataLoader`` over a ``TensorDataset`` gives batches where the dataset's tensors are; over another dataset its
 batches are on the host only where the loop that reads them moves some of them (``x, y = x, y.to(device)``: its
