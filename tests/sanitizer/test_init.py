@@ -482,3 +482,47 @@ def test_an_accelerator_index_into_a_cpu_tensor_is_a_mismatch_and_a_cpu_index_in
     assert [("input-on-other-device", line.__code__.co_firstlineno + 6)] == [
         (f.kind, f.where.line) for f in report.findings
     ]
+
+
+def _norm_net() -> nn.Module:
+    return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+
+
+def test_batchnorm_model_scored_in_training_mode_after_training_is_reported():
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        net = _norm_net()
+        _train_steps(net)
+        targets = torch.tensor([0, 1, 2, 1])
+        with torch.no_grad():
+            outputs = net(torch.randn(4, 4))
+            _, predicted = outputs.max(1)
+            correct = predicted.eq(targets).sum().item()
+    assert correct >= 0
+    line = test_batchnorm_model_scored_in_training_mode_after_training_is_reported.__code__.co_firstlineno + 7
+    assert [("inference-in-train-mode", line)] == [(f.kind, f.where.line) for f in report.findings]
+    assert "scored (eq)" in report.findings[0].message
+
+
+def test_batchnorm_model_with_a_loss_under_no_grad_is_reported_and_sampling_is_not():
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        generator = _norm_net()
+        _train_steps(generator)
+        with torch.no_grad():  # sampling a generator in training mode (the DCGAN tutorial): left alone
+            fake = generator(torch.randn(4, 4)).detach().cpu()
+            grid = torch.cat([fake, fake]) * 0.5 + 0.5
+        assert grid.shape == (8, 3)
+        recalibrated = _norm_net()
+        _train_steps(recalibrated)
+        recalibrated[1].momentum = None  # recomputing the statistics on purpose (swa_utils.update_bn)
+        with torch.no_grad():
+            out = recalibrated(torch.randn(4, 4))
+            nn.functional.mse_loss(out, torch.zeros(4, 3))
+        evaluated = _norm_net()
+        _train_steps(evaluated)
+        with torch.no_grad():
+            loss = nn.CrossEntropyLoss()(evaluated(torch.randn(4, 4)), torch.tensor([0, 1, 2, 0]))
+    assert loss.dim() == 0
+    line = test_batchnorm_model_with_a_loss_under_no_grad_is_reported_and_sampling_is_not.__code__.co_firstlineno
+    assert [("inference-in-train-mode", line + 18)] == [(f.kind, f.where.line) for f in report.findings]

@@ -122,6 +122,8 @@ class SanitizerMode(TorchFunctionMode):
         elif func in _INDEXING and len(args) > 1 and _device_index_into_host(args[0], args[1]):
             self._check_devices(func, args[:2], {})  # CPU indices may index a GPU tensor, not the other way round
         result = func(*args, **kwargs)
+        if self.train_mode.suspects:  # outputs of a BatchNorm model evaluated in training mode: are they scored?
+            self.train_mode.scored(func, args, kwargs, result)
         if (
             func in FACTORIES
             and kwargs.get("device") is None

@@ -11,8 +11,11 @@ Two shapes, chosen to stay quiet in normal training:
 - **after training**: a root module that trained (a backward went through its output since its last
   ``.train()``/``.eval()`` call) and has an active Dropout layer is then called under ``torch.no_grad()``/
   ``inference_mode`` still in training mode: the evaluation after a training loop that forgot ``model.eval()``.
-  Modules whose only mode-dependent layers are BatchNorm are left out here: running them in training mode under
-  ``no_grad`` is a known technique (recomputing BatchNorm statistics, sampling a GAN generator).
+  A module whose only mode-dependent layers are BatchNorm is reported only when what it gave is then scored: its
+  output (or what is computed from it) reaches a loss function or is compared with another tensor
+  (``criterion(outputs, targets)``, ``predicted.eq(targets)``). Running BatchNorm in training mode under
+  ``no_grad`` is otherwise a known technique (sampling a GAN generator, recomputing the statistics with
+  ``momentum=None`` as ``torch.optim.swa_utils.update_bn`` does), and is left alone.
 
 Dropout then zeroes random activations and BatchNorm uses (and updates) batch statistics, so each call gives a
 different answer. Calling ``model.eval()`` (or ``model.train()``, to say training is meant) ends the watch.
@@ -31,6 +34,10 @@ from torch.utils._pytree import tree_leaves
 from ferry.sanitizer._frames import SourceLine, source_line, user_frame
 
 Emit = Callable[[str, SourceLine, str, "Exception | None", Any], None]
+#: A watched output: the model's class name, where it was called, its BatchNorm layers.
+_Scored = tuple[str, SourceLine, list[str]]
+#: How many tensors computed from watched outputs are followed at most.
+_WATCHED = 4096
 
 
 def active_layers(module: nn.Module) -> list[str]:
@@ -55,6 +62,11 @@ class TrainModeWatch:
         self._pending: weakref.WeakKeyDictionary[nn.Module, tuple[SourceLine, list[str]]] = weakref.WeakKeyDictionary()
         #: root modules a backward went through since their last .train()/.eval() call
         self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+        #: BatchNorm-only modules called under no_grad in training mode after training: whose output to watch
+        self._scored: weakref.WeakKeyDictionary[nn.Module, tuple[SourceLine, list[str]]] = weakref.WeakKeyDictionary()
+        #: tensors computed from such an output (by id: tensors compare element-wise), with the call that made it
+        #: (see :meth:`scored`)
+        self.suspects: dict[int, tuple[weakref.ref[torch.Tensor], _Scored]] = {}
 
     def loaded(self, module: nn.Module) -> None:
         """``module.load_state_dict`` ran."""
@@ -98,7 +110,19 @@ class TrainModeWatch:
             if layer.training and isinstance(layer, nn.modules.dropout._DropoutNd) and layer.p > 0
         ]
         frame = user_frame(3)
-        if not dropout or frame is None:
+        if frame is None:
+            return
+        if not dropout:
+            norms = [
+                name or type(layer).__name__
+                for name, layer in module.named_modules()
+                if layer.training
+                and isinstance(layer, nn.modules.batchnorm._BatchNorm)
+                and layer.track_running_stats
+                and layer.momentum is not None  # momentum=None: recomputing the statistics on purpose
+            ]
+            if norms:
+                self._scored[module] = (source_line(frame), norms)
             return
         where = source_line(frame)
         shown = ", ".join(dropout[:4]) + (f" and {len(dropout) - 4} more" if len(dropout) > 4 else "")
@@ -115,6 +139,9 @@ class TrainModeWatch:
 
     def root_output(self, module: nn.Module, output: Any) -> None:
         """A root module's forward returned: a backward through ``output`` means it is training."""
+        scored = self._scored.pop(module, None)
+        if scored is not None:
+            self._watch(output, (type(module).__name__, *scored))
         watch_training = module.training and module not in self._trained and torch.is_grad_enabled()
         if module not in self._pending and not watch_training:
             return
@@ -134,6 +161,52 @@ class TrainModeWatch:
             if isinstance(leaf, torch.Tensor) and leaf.grad_fn is not None:
                 leaf.grad_fn.register_prehook(trained)
                 return
+
+    def scored(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        """A torch operation ran while :attr:`suspects` is not empty: follow the watched outputs.
+
+        Their results are watched too; a loss function, or a comparison with a tensor not computed from them, is
+        reported.
+        """
+        inputs = [a for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+        watched = [self._suspect(a) for a in inputs]
+        found = next((w for w in watched if w is not None), None)
+        if found is None:
+            return
+        name = getattr(func, "__name__", "")
+        others = [a for a, w in zip(inputs, watched, strict=True) if w is None]
+        if "loss" in name or name in _LOSSES or (name in _COMPARISONS and others):
+            self.suspects.clear()
+            model, where, layers = found
+            shown = ", ".join(layers[:4]) + (f" and {len(layers) - 4} more" if len(layers) > 4 else "")
+            self.emit(
+                "inference-in-train-mode",
+                where,
+                f"inference-in-train-mode: {model} is called at {where.described()} under no_grad in training mode "
+                f"after it trained, and its output is scored ({name}): its {shown} use the statistics of each "
+                f"evaluation batch and update their running statistics with evaluation data, so the scores are not "
+                f"the model's. Call `model.eval()` before evaluating (and `model.train()` before training again).",
+                None,
+                None,
+            )
+            return
+        self._watch(result, found)
+
+    def _suspect(self, tensor: torch.Tensor) -> _Scored | None:
+        entry = self.suspects.get(id(tensor))
+        if entry is None or entry[0]() is not tensor:
+            return None
+        return entry[1]
+
+    def _watch(self, value: Any, found: _Scored) -> None:
+        if len(self.suspects) > _WATCHED:  # forget tensors that are gone
+            self.suspects = {k: v for k, v in self.suspects.items() if v[0]() is not None}
+            if len(self.suspects) > _WATCHED:
+                self.suspects.clear()  # an evaluation that never scores: stop watching
+                return
+        for leaf in tree_leaves(value):
+            if isinstance(leaf, torch.Tensor):
+                self.suspects[id(leaf)] = (weakref.ref(leaf), found)
 
     def close(self) -> None:
         """The block ends: report the forwards no backward followed."""
@@ -155,3 +228,22 @@ class TrainModeWatch:
             None,
             None,
         )
+
+
+#: Loss functions whose names do not say "loss" (``torch.nn.functional``).
+_LOSSES = frozenset(
+    {
+        "cross_entropy",
+        "nll_loss",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "kl_div",
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "ctc_loss",
+    }
+)
+#: Comparisons that score an output against labels (``predicted.eq(targets)``, ``pred == y``).
+_COMPARISONS = frozenset({"eq", "ne", "__eq__", "__ne__", "equal", "isclose", "allclose"})
