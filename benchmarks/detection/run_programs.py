@@ -57,14 +57,18 @@ class _Clock:
 
 @contextlib.contextmanager
 def _frozen_clock() -> Any:
-    saved = (time.time, time.perf_counter, time.monotonic, time.time_ns, time.perf_counter_ns)
+    """``time.time`` and ``time.perf_counter`` (what programs time themselves with) read :class:`_Clock`.
+
+    ``time.monotonic`` keeps the real time: ``multiprocessing`` queues (DataLoader workers) wait with it.
+    """
+    saved = (time.time, time.perf_counter, time.time_ns, time.perf_counter_ns)
     clock = _Clock()
-    time.time = time.perf_counter = time.monotonic = clock  # type: ignore[assignment]
+    time.time = time.perf_counter = clock  # type: ignore[assignment]
     time.time_ns = time.perf_counter_ns = clock.ns  # type: ignore[assignment]
     try:
         yield
     finally:
-        time.time, time.perf_counter, time.monotonic, time.time_ns, time.perf_counter_ns = saved
+        time.time, time.perf_counter, time.time_ns, time.perf_counter_ns = saved
 
 
 def run_program(
