@@ -42,7 +42,7 @@ from ferry.lint.rules._placement_values import (
     Val,
     agree,
     bound_names,
-    keeping_parameters,
+    kept_by,
     line,
     short,
 )
@@ -718,7 +718,7 @@ class CallsMixin(DevicesMixin):
                     grand = self.ctx.parent(parent)
                     if isinstance(grand, ast.Call) and grand.func is parent:
                         continue  # a move: `_moved_names` knows where it runs
-                if isinstance(parent, ast.Call) and self._kept_by_local(parent, node):
+                if isinstance(parent, ast.Call) and kept_by(parent, node, self.local_functions, self.reading_method):
                     continue
                 if isinstance(parent, ast.Call) and parent.args[:1] == [node] and _wraps(self.ctx.call_name(parent)):
                     continue  # `torch.compile(model)`, `nn.DataParallel(model)`: share the module's parameters
@@ -749,18 +749,6 @@ class CallsMixin(DevicesMixin):
     def reading_method(self, name: str) -> bool:
         """Whether ``name`` is a method of the file's module classes that leaves its module where it is."""
         return _reading_method(self.ctx, name)
-
-    def _kept_by_local(self, call: ast.Call, arg: ast.expr) -> bool:
-        """Whether ``call`` is a call of a function of the file that only reads the parameter ``arg`` lands in."""
-        if not isinstance(call.func, ast.Name) or call.func.id not in self.local_functions:
-            return False
-        func = self.local_functions[call.func.id]
-        params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
-        keeps = keeping_parameters(func, self.local_functions, self.reading_method)
-        for i, given in enumerate(call.args):
-            if given is arg:
-                return i < len(params) and params[i] in keeps
-        return any(k.value is arg and k.arg in keeps for k in call.keywords)
 
 
 def _assigns_state(node: ast.Call) -> bool:

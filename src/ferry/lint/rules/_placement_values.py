@@ -338,34 +338,27 @@ def keeping_parameters(
             safe = parent.attr in SAFE_MODULE_USES or (reading is not None and reading(parent.attr))
             if isinstance(parent.ctx, ast.Store) or (isinstance(grand, ast.Call) and grand.func is parent and not safe):
                 kept.discard(node.id)
-        elif not (isinstance(parent, ast.Call) and _reads(parent, node, local, reading, _seen | {func})):
+        elif not isinstance(parent, ast.Call) or not (
+            (isinstance(parent.func, ast.Name) and parent.func.id in HARMLESS_READS)
+            or kept_by(parent, node, local, reading, _seen | {func})
+        ):
             kept.discard(node.id)
     if not _seen:
         known[key] = frozenset(kept)
     return frozenset(kept)
 
 
-def _reads(
+def kept_by(
     call: ast.Call,
     arg: ast.expr,
     local: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef] | None,
     reading: Callable[[str], bool] | None,
-    seen: frozenset[ast.AST],
+    seen: frozenset[ast.AST] = frozenset(),
 ) -> bool:
-    """Whether handing ``arg`` to ``call`` only reads it: a harmless builtin, or a function of the file that reads."""
-    if isinstance(call.func, ast.Name) and call.func.id in HARMLESS_READS:
-        return True
-    return _kept_by(call, arg, local, reading, seen)
+    """Whether ``call`` hands ``arg`` to a function of ``local`` that only reads that parameter.
 
-
-def _kept_by(
-    call: ast.Call,
-    arg: ast.expr,
-    local: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef] | None,
-    reading: Callable[[str], bool] | None,
-    seen: frozenset[ast.AST],
-) -> bool:
-    """Whether ``call`` hands ``arg`` to a function of ``local`` that only reads that parameter."""
+    ``local``: the file's functions (see :func:`keeping_parameters`).
+    """
     if local is None or not isinstance(call.func, ast.Name) or call.func.id not in local:
         return False
     callee = local[call.func.id]
