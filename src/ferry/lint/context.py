@@ -53,6 +53,11 @@ def dotted(node: ast.AST) -> str | None:
 
 _AST_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
+#: Calls whose result still carries the decision passed to them (``torch.device("cuda" if use_cuda else "cpu")``).
+_DECISION_PASSING_CALLS = frozenset(
+    {"bool", "int", "float", "str", "len", "min", "max", "any", "all", "torch.device", "torch.accelerator.current_accelerator"}
+)
+
 DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta", "mtia"})
 _DEVICE_WORDS = ("cuda", "gpu", "device", "mps", "accelerator", "xpu")
 
@@ -241,7 +246,7 @@ class FileContext:
         for name, values in self.kinds.values.items():
             direct = False
             for value in values:
-                for sub in ast.walk(value):
+                for sub in self._decision_parts(value):
                     if isinstance(sub, ast.Call | ast.Compare) and self._decides(sub):
                         direct = True
                     elif isinstance(sub, ast.Name | ast.Attribute):
@@ -257,6 +262,23 @@ class FileContext:
                     deciding.add(user)
                     found.append(user)
         return frozenset(deciding)
+
+    def _decision_parts(self, value: ast.AST) -> Iterator[ast.AST]:
+        """The parts of an assigned value that carry a decision into the name it is bound to.
+
+        Everything but the arguments of calls that build something else from the decision: ``use_cuda = args.cuda and
+        torch.cuda.is_available()`` and ``device = torch.device("cuda" if use_cuda else "cpu")`` decide;
+        ``loader = DataLoader(data, **kwargs)`` with ``kwargs`` chosen by availability, or ``model =
+        Net(use_gpu=torch.cuda.is_available())``, are a loader and a model, not a decision.
+        """
+        stack = [value]
+        while stack:
+            node = stack.pop()
+            yield node
+            if isinstance(node, ast.Call) and (self.call_name(node) or "") not in _DECISION_PASSING_CALLS:
+                stack.append(node.func)
+                continue
+            stack.extend(ast.iter_child_nodes(node))
 
     def cuda_guarded(self, node: ast.AST) -> bool:
         """Whether ``node`` runs only after a check that CUDA (or an accelerator) is available.
