@@ -147,6 +147,15 @@ def is_float64_dtype(ctx: FileContext, node: ast.AST | None) -> bool:
     return full in FLOAT64_DTYPES or full == "torch.DoubleTensor"
 
 
+#: Factories that make their tensor on the default device when not given ``device=``.
+_DEFAULT_DEVICE_FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in """
+    zeros ones empty full rand randn randint randperm arange range linspace logspace eye empty_strided tril_indices
+    triu_indices tensor
+    """.split()
+)
+
 # -- device expressions -----------------------------------------------------------------------------------------
 
 #: Calls that give a device which may be an accelerator.
@@ -276,6 +285,34 @@ class Places:
                     found[(scope, name)].append((_pos(stmt), call))
         return found
 
+    @cached_property
+    def _default_devices(self) -> list[tuple[ast.AST, Position, frozenset[str]]]:
+        """Each ``torch.set_default_device(d)`` of the file: its scope, where it stands, the device types of ``d``."""
+        found = []
+        for call in self.ctx.nodes(ast.Call):
+            if self.ctx.call_name(call) == "torch.set_default_device" and call.args:
+                found.append((self.ctx.kinds.scope_of(call), _pos(call), device_types(self.ctx, call.args[0])))
+        return found
+
+    def default_device(self, at: ast.AST) -> frozenset[str]:
+        """The device types a factory without ``device=`` at ``at`` makes its tensor on (empty: the CPU, or unknown).
+
+        Inside ``with torch.device(d):`` the device of ``d``; after ``torch.set_default_device(d)`` in the module's
+        own code (any later line of the file) or earlier in the same function, the types of ``d``.
+        """
+        for above in self.ctx.ancestors(at):
+            if isinstance(above, ast.With | ast.AsyncWith):
+                for item in above.items:
+                    expr = item.context_expr
+                    if isinstance(expr, ast.Call) and self.ctx.call_name(expr) == "torch.device":
+                        return device_types(self.ctx, expr)
+        scope = self.ctx.kinds.scope_of(at)
+        found: frozenset[str] = frozenset()
+        for where, pos, types in self._default_devices:
+            if isinstance(where, ast.Module) or (where is scope and pos < _pos(at)):
+                found |= types
+        return found
+
     def in_place_moves(self, name: str, at: ast.AST, since: Position) -> list[ast.Call]:
         """The bare ``name.to(...)`` (and the like) statements of ``at`` 's scope between ``since`` and ``at``."""
         scope = self.ctx.kinds.scope_of(at)
@@ -392,6 +429,8 @@ class Places:
         device = keyword(node, "device")
         if device is not None and full is not None and full.startswith("torch."):
             return device_types(ctx, device)
+        if full in _DEFAULT_DEVICE_FACTORIES:
+            return self.default_device(node)
         if isinstance(func, ast.Attribute) and (full is None or not full.startswith(("torch.", "numpy."))):
             method = func.attr
             if method in ("to", "cuda", "cpu", "type_as"):

@@ -12,7 +12,8 @@ Not reported:
 - a dataset class reading its own cache (``class MNIST(VisionDataset)``): the data pipeline writes CPU tensors;
 - a load of what the same function just wrote with ``torch.save``, a round trip on one machine (top-level code
   is not exempt: notebook cells that save and load often run at different times, on different machines);
-- loads under an availability check or in CUDA-only code, where the saved device exists.
+- loads under an availability check or in CUDA-only code, where the saved device exists;
+- a gradient scaler's state (``scaler.load_state_dict(torch.load(f))``): it holds Python numbers, no tensors.
 
 ## Why is this bad
 ``torch.load`` puts every tensor back on the device it was saved from. A checkpoint written on a GPU then fails
@@ -109,6 +110,22 @@ def _after_last_argument(ctx: FileContext, call: ast.Call) -> tuple[int, int] | 
     return (last.end_lineno, last.end_col_offset) if _CLOSING.fullmatch("\n".join(between)) else None
 
 
+def _scaler_state(ctx: FileContext, call: ast.Call) -> bool:
+    """Whether the load is a gradient scaler's state: ``scaler.load_state_dict(torch.load(f))``, ``scaler_state = ...``.
+
+    ``GradScaler.state_dict()`` holds Python numbers only (the scale is read back with ``.item()``): nothing in the
+    file is tagged with a device.
+    """
+    above = ctx.parent(call)
+    if isinstance(above, ast.Call) and above.args and above.args[0] is call and isinstance(above.func, ast.Attribute):
+        receiver = dotted(above.func.value) or ""
+        return above.func.attr == "load_state_dict" and "scaler" in receiver.rsplit(".", 1)[-1].lower()
+    if isinstance(above, ast.Assign) and len(above.targets) == 1:
+        target = dotted(above.targets[0]) or ""
+        return "scaler" in target.rsplit(".", 1)[-1].lower()
+    return False
+
+
 def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield each ``torch.load`` without ``map_location``, with a safe fix when a device variable is in scope."""
     if "load(" not in ctx.source:
@@ -120,7 +137,9 @@ def check(ctx: FileContext) -> Iterator[Finding]:
             continue
         if any(isinstance(a, ast.Starred) for a in call.args) or not call.args:
             continue
-        if _round_trip(ctx, call) or _dataset_cache(ctx, call) or device_guarded(ctx, call, try_guards=False):
+        if _round_trip(ctx, call) or _dataset_cache(ctx, call) or _scaler_state(ctx, call):
+            continue
+        if device_guarded(ctx, call, try_guards=False):
             continue
         shown = ctx.segment(call.args[0]) if call.args[0].end_lineno == call.args[0].lineno else "f"
         if len(shown) > 40:

@@ -3,8 +3,9 @@
 ## What it does
 Finds ``.numpy()`` called on a tensor that lives on an accelerator, with no ``.cpu()`` in between: a tensor created
 with ``device="cuda"`` (or a device that may be an accelerator, such as ``"cuda" if torch.cuda.is_available() else
-"cpu"``), moved there with ``.cuda()`` or ``.to(device)``, computed from such tensors, or the output of a module
-moved there. Not reported: tensors whose device the file does not show (function parameters, devices it cannot
+"cpu"``), moved there with ``.cuda()`` or ``.to(device)``, made by a factory without ``device=`` after
+``torch.set_default_device(device)`` or inside ``with torch.device(device):``, computed from such tensors, or the
+output of a module moved there. Not reported: tensors whose device the file does not show (function parameters, devices it cannot
 resolve), ``.numpy(force=True)``, and code under a test about devices (``if device.type == "cpu":``).
 
 ## Why is this bad
