@@ -55,7 +55,10 @@ _AST_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 #: Calls whose result still carries the decision passed to them (``torch.device("cuda" if use_cuda else "cpu")``).
 _DECISION_PASSING_CALLS = frozenset(
-    {"bool", "int", "float", "str", "len", "min", "max", "any", "all", "torch.device", "torch.accelerator.current_accelerator"}
+    {
+        *("bool", "int", "float", "str", "len", "min", "max", "any", "all"),
+        *("torch.device", "torch.accelerator.current_accelerator"),
+    }
 )
 
 DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta", "mtia"})

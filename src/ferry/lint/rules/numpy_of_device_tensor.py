@@ -5,8 +5,9 @@ Finds ``.numpy()`` called on a tensor that lives on an accelerator, with no ``.c
 with ``device="cuda"`` (or a device that may be an accelerator, such as ``"cuda" if torch.cuda.is_available() else
 "cpu"``), moved there with ``.cuda()`` or ``.to(device)``, made by a factory without ``device=`` after
 ``torch.set_default_device(device)`` or inside ``with torch.device(device):``, computed from such tensors, or the
-output of a module moved there. Not reported: tensors whose device the file does not show (function parameters, devices it cannot
-resolve), ``.numpy(force=True)``, and code under a test about devices (``if device.type == "cpu":``).
+output of a module moved there. Not reported: tensors whose device the file does not show (function parameters,
+devices it cannot resolve), ``.numpy(force=True)``, and code under a test about devices (``if device.type ==
+"cpu":``).
 
 ## Why is this bad
 ``Tensor.numpy()`` only works on CPU tensors. On a GPU it raises ``TypeError: can't convert cuda:0 device type
