@@ -14,15 +14,16 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cached_property
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from ferry.lint.kinds import Kind, KindInference
 
 __all__ = ["FileContext", "dotted"]
 
 N = TypeVar("N", bound=ast.AST)
+T = TypeVar("T")
 
 #: Calls whose truth means "CUDA (or some accelerator) is here".
 AVAILABILITY_CHECKS = frozenset(
@@ -90,6 +91,17 @@ class FileContext:
         self.tree = tree
         self.path = path
         self.lines = source.splitlines(keepends=True)
+        self._shared: dict[Callable[[FileContext], object], object] = {}
+
+    def shared(self, build: Callable[[FileContext], T]) -> T:
+        """``build(self)``, made once per file and shared by every rule that asks: the file's one cache.
+
+        The analyses the rules share (the device flow, where tensors live, the guards on devices) are built through
+        it, keyed by their builder, and go away with the file.
+        """
+        if build not in self._shared:
+            self._shared[build] = build(self)
+        return cast(T, self._shared[build])
 
     # -- the tree ---------------------------------------------------------------------------------------------
 

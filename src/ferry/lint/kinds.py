@@ -29,6 +29,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ferry.lint.memo import Memo
+
 if TYPE_CHECKING:
     from ferry.lint.context import FileContext
 
@@ -228,9 +230,7 @@ class KindInference:
         self.values: dict[str, list[ast.AST]] = defaultdict(list)
         self.functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = defaultdict(list)
         self.classes: dict[str, ast.ClassDef] = {}
-        self._memo: dict[ast.AST, Kind | None] = {}
-        self._busy: set[Any] = set()
-        self._depth = 0
+        self._kinds: Memo[ast.AST, Kind | None] = Memo(self._infer, None, max_depth=MAX_DEPTH)
         self._returns: dict[ast.AST, Kind | None] = {}
         self._scope_cache: dict[ast.AST, ast.AST] = {}
         self._collect()
@@ -389,20 +389,8 @@ class KindInference:
         return False
 
     def infer(self, node: ast.AST) -> Kind | None:
-        """The kind of expression ``node`` where it stands, or ``None`` when unknown."""
-        if node in self._memo:
-            return self._memo[node]
-        if node in self._busy or self._depth >= MAX_DEPTH:
-            return None  # too deep: unknown (not memoised, a shallower question may still answer it)
-        self._busy.add(node)
-        self._depth += 1
-        try:
-            kind = self._infer(node)
-        finally:
-            self._busy.discard(node)
-            self._depth -= 1
-        self._memo[node] = kind
-        return kind
+        """The kind of expression ``node`` where it stands, or ``None`` when unknown (or too deep to follow)."""
+        return self._kinds(node)
 
     def lookup(self, name: str, at: ast.AST) -> Kind | None:
         """The kind of the dotted ``name`` as used at node ``at``."""

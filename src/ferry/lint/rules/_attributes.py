@@ -11,7 +11,6 @@ FRY007 the containers.
 from __future__ import annotations
 
 import ast
-import weakref
 from dataclasses import dataclass
 
 from ferry.lint.context import FileContext, dotted
@@ -44,22 +43,19 @@ class PlainContainer:
     container: str  # "list" or "dict"
 
 
-_CACHE: weakref.WeakKeyDictionary[FileContext, tuple[list[PlainTensor], list[PlainContainer]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
 def unregistered(ctx: FileContext) -> tuple[list[PlainTensor], list[PlainContainer]]:
     """The plain tensor attributes used in arithmetic, and the plain containers of modules, of the file's classes."""
-    if ctx not in _CACHE:
-        tensors: list[PlainTensor] = []
-        containers: list[PlainContainer] = []
-        if "torch" in ctx.source:
-            for cls in ctx.nodes(ast.ClassDef):
-                if ctx.kinds.class_is_module(cls.name) and ctx.kinds.classes.get(cls.name) is cls:
-                    _scan(ctx, cls, tensors, containers)
-        _CACHE[ctx] = (tensors, containers)
-    return _CACHE[ctx]
+    return ctx.shared(_unregistered)
+
+
+def _unregistered(ctx: FileContext) -> tuple[list[PlainTensor], list[PlainContainer]]:
+    tensors: list[PlainTensor] = []
+    containers: list[PlainContainer] = []
+    if "torch" in ctx.source:
+        for cls in ctx.nodes(ast.ClassDef):
+            if ctx.kinds.class_is_module(cls.name) and ctx.kinds.classes.get(cls.name) is cls:
+                _scan(ctx, cls, tensors, containers)
+    return tensors, containers
 
 
 def _methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:

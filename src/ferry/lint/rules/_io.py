@@ -239,16 +239,9 @@ class _Guards:
         return False
 
 
-_LATEST: list[tuple[FileContext, _Guards]] = []
-
-
 def guards(ctx: FileContext) -> _Guards:
-    """The guard memo of ``ctx``, shared by the rules that run on the same file (the latest file's is kept)."""
-    if _LATEST and _LATEST[0][0] is ctx:
-        return _LATEST[0][1]
-    made = _Guards(ctx)
-    _LATEST[:] = [(ctx, made)]
-    return made
+    """The guard memo of ``ctx``, shared by the rules that run on the same file."""
+    return ctx.shared(_Guards)
 
 
 def device_guarded(ctx: FileContext, node: ast.AST, *, try_guards: bool = True) -> bool:

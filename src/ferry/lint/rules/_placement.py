@@ -53,7 +53,6 @@ The analysis is split in four modules: this one (scopes, statements, expressions
 from __future__ import annotations
 
 import ast
-import weakref
 from contextlib import suppress
 from dataclasses import dataclass, replace
 
@@ -98,19 +97,15 @@ class Report:
     message: str
 
 
-_CACHE: weakref.WeakKeyDictionary[FileContext, tuple[list[Report], frozenset[ast.Call]]] = weakref.WeakKeyDictionary()
+def _analyse(ctx: FileContext) -> tuple[list[Report], frozenset[ast.Call]]:
+    if not _may_report(ctx.source):
+        return [], frozenset()
+    flow = _Flow(ctx)
+    return flow.run(), frozenset(flow.tensor_moves)
 
 
 def _analysed(ctx: FileContext) -> tuple[list[Report], frozenset[ast.Call]]:
-    found = _CACHE.get(ctx)
-    if found is None:
-        if _may_report(ctx.source):
-            flow = _Flow(ctx)
-            found = (flow.run(), frozenset(flow.tensor_moves))
-        else:
-            found = ([], frozenset())
-        _CACHE[ctx] = found
-    return found
+    return ctx.shared(_analyse)
 
 
 def reports(ctx: FileContext, code: str) -> list[Report]:

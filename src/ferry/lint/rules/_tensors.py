@@ -13,7 +13,6 @@ value could come from outside the file: the rules stay silent on what they canno
 from __future__ import annotations
 
 import ast
-import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from functools import cached_property
 
 from ferry.lint.context import DEVICE_TYPES, FileContext, dotted
 from ferry.lint.kinds import NOT_TENSOR_METHODS, Source, own_returns
+from ferry.lint.memo import Memo
 
 __all__ = [
     "ACCELERATORS",
@@ -269,8 +269,7 @@ class Places:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self._memo: dict[ast.AST, frozenset[str]] = {}
-        self._busy: set[ast.AST] = set()
+        self._places: Memo[ast.AST, frozenset[str]] = Memo(lambda node: self._of(node, None, 0), frozenset())
 
     @cached_property
     def _in_place_moves(self) -> dict[tuple[ast.AST, str], list[tuple[Position, ast.Call]]]:
@@ -323,17 +322,7 @@ class Places:
         """The device types the tensor or module ``node`` may live on (empty: CPU or unknown)."""
         if env:
             return self._of(node, env, depth)
-        if node in self._memo:
-            return self._memo[node]
-        if node in self._busy:
-            return frozenset()
-        self._busy.add(node)
-        try:
-            found = self._of(node, env, depth)
-        finally:
-            self._busy.discard(node)
-        self._memo[node] = found
-        return found
+        return self._places(node)
 
     def _of(self, node: ast.AST, env: Mapping[str, frozenset[str]] | None, depth: int) -> frozenset[str]:
         if isinstance(node, ast.Name | ast.Attribute):
@@ -511,16 +500,9 @@ def returned_values(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.ex
     return [r.value for r in own_returns(func) or () if r.value is not None]
 
 
-_PLACES: weakref.WeakKeyDictionary[FileContext, Places] = weakref.WeakKeyDictionary()
-_FLOAT64: weakref.WeakKeyDictionary[FileContext, Float64] = weakref.WeakKeyDictionary()
-
-
 def places(ctx: FileContext) -> Places:
     """The :class:`Places` of a file, built once and shared by the rules that ask."""
-    found = _PLACES.get(ctx)
-    if found is None:
-        found = _PLACES[ctx] = Places(ctx)
-    return found
+    return ctx.shared(Places)
 
 
 # -- float64 ------------------------------------------------------------------------------------------------------
@@ -560,22 +542,11 @@ class Float64:
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self._memo: dict[ast.AST, bool] = {}
-        self._busy: set[ast.AST] = set()
+        self._answers: Memo[ast.AST, bool] = Memo(self._float64, False)
 
     def __call__(self, node: ast.AST) -> bool:
         """Whether ``node`` is a float64 tensor, array or module (``False``: another dtype, or not known)."""
-        if node in self._memo:
-            return self._memo[node]
-        if node in self._busy:
-            return False
-        self._busy.add(node)
-        try:
-            found = self._float64(node)
-        finally:
-            self._busy.discard(node)
-        self._memo[node] = found
-        return found
+        return self._answers(node)
 
     def _float64(self, node: ast.AST) -> bool:
         ctx = self.ctx
@@ -681,10 +652,7 @@ def _float_literals(data: ast.List | ast.Tuple) -> bool:
 
 def float64(ctx: FileContext) -> Float64:
     """The :class:`Float64` of a file, built once and shared by the rules that ask."""
-    found = _FLOAT64.get(ctx)
-    if found is None:
-        found = _FLOAT64[ctx] = Float64(ctx)
-    return found
+    return ctx.shared(Float64)
 
 
 def unique(nodes: Iterable[ast.AST]) -> list[ast.AST]:

@@ -68,6 +68,7 @@ from functools import cached_property
 
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.kinds import NOT_TENSOR_FUNCTIONS, NOT_TENSOR_SUBMODULES, TENSOR_ATTRIBUTES, TENSOR_SUBMODULES
+from ferry.lint.memo import Memo
 from ferry.lint.model import Edit, Finding, Fix, Rule
 from ferry.lint.rules._attributes import unregistered
 from ferry.lint.rules._tensors import (
@@ -207,8 +208,7 @@ class Flow:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.meetings: dict[ast.Call, Meeting] = {}
-        self._memo: dict[ast.AST, Dev | None] = {}
-        self._busy: set[ast.AST] = set()
+        self._devs: Memo[ast.AST, Dev | None] = Memo(self._dev, None)
         self._inputs: dict[ast.AST, dict[str, str]] = {}
         self._host_aware: dict[ast.AST, bool] = {}
 
@@ -408,17 +408,7 @@ class Flow:
 
     def dev(self, node: ast.AST) -> Dev | None:
         """Where ``node`` lives; ``None``: not known."""
-        if node in self._memo:
-            return self._memo[node]
-        if node in self._busy:
-            return None
-        self._busy.add(node)
-        try:
-            found = self._dev(node)
-        finally:
-            self._busy.discard(node)
-        self._memo[node] = found
-        return found
+        return self._devs(node)
 
     def _dev(self, node: ast.AST) -> Dev | None:
         if isinstance(node, ast.Constant):

@@ -125,19 +125,19 @@ def _held_modules(ctx: FileContext, obj: ast.expr, at: ast.Call) -> Iterator[tup
 
 
 Stores = dict[str, list[tuple[ast.Assign, ast.Subscript]]]
-_LATEST: list[tuple[FileContext, Stores]] = []
 
 
 def _item_stores(ctx: FileContext) -> Stores:
     """Name -> the ``name[key] = value`` statements of the file (built once per file)."""
-    if _LATEST and _LATEST[0][0] is ctx:
-        return _LATEST[0][1]
+    return ctx.shared(_find_item_stores)
+
+
+def _find_item_stores(ctx: FileContext) -> Stores:
     stores: Stores = {}
     for assign in ctx.nodes(ast.Assign):
         for target in assign.targets:
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 stores.setdefault(target.value.id, []).append((assign, target))
-    _LATEST[:] = [(ctx, stores)]
     return stores
 
 
