@@ -83,7 +83,7 @@ from ferry.lint.rules._placement_values import (
     short,
 )
 
-__all__ = ["Report", "reports"]
+__all__ = ["Report", "device_numpy", "reports", "tensor_moves"]
 
 _ORDERINGS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
@@ -97,20 +97,37 @@ class Report:
     message: str
 
 
-def _analyse(ctx: FileContext) -> tuple[list[Report], frozenset[ast.Call]]:
+@dataclass(frozen=True)
+class _Analysis:
+    reports: list[Report]
+    tensor_moves: frozenset[ast.Call]
+    device_numpy: dict[ast.Call, Val]
+
+
+def _analyse(ctx: FileContext) -> _Analysis:
     if not _may_report(ctx.source):
-        return [], frozenset()
+        return _Analysis([], frozenset(), {})
     flow = _Flow(ctx)
-    return flow.run(), frozenset(flow.tensor_moves)
+    found = flow.run()
+    return _Analysis(found, frozenset(flow.tensor_moves), dict(flow.device_numpy))
 
 
-def _analysed(ctx: FileContext) -> tuple[list[Report], frozenset[ast.Call]]:
+def _analysed(ctx: FileContext) -> _Analysis:
     return ctx.shared(_analyse)
 
 
 def reports(ctx: FileContext, code: str) -> list[Report]:
-    """The findings of rule ``code`` in the file; the analysis runs once per file for all three rules."""
-    return [r for r in _analysed(ctx)[0] if r.code == code]
+    """The findings of rule ``code`` in the file; the analysis runs once per file for all the rules that ask."""
+    return [r for r in _analysed(ctx).reports if r.code == code]
+
+
+def device_numpy(ctx: FileContext) -> dict[ast.Call, str]:
+    """Calls ``x.numpy()`` whose ``x`` the analysis knows is a tensor on the chosen device, with that device as written.
+
+    For FRY012: ``Tensor.numpy()`` raises on an accelerator. Every form the flow follows (tuple unpacking, loaders,
+    dataset items, the file's functions called with device values, module outputs) reaches the rule this way.
+    """
+    return {call: val.dev or "device" for call, val in _analysed(ctx).device_numpy.items()}
 
 
 def tensor_moves(ctx: FileContext) -> frozenset[ast.Call]:
@@ -119,7 +136,7 @@ def tensor_moves(ctx: FileContext) -> frozenset[ast.Call]:
     For FRY001: such a statement throws the moved tensor away (``Tensor.to`` is not in place), whatever kind
     inference says of ``x`` (a parameter that callers give a tensor, an item of a dataset).
     """
-    return _analysed(ctx)[1]
+    return _analysed(ctx).tensor_moves
 
 
 def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -277,6 +294,8 @@ class _Flow(CallsMixin):
         self._returned_memo: dict[tuple[object, ...], Val] = {}
         #: moves written as statements on values known to be tensors (see :func:`tensor_moves`)
         self.tensor_moves: set[ast.Call] = set()
+        #: ``x.numpy()`` of tensors on the chosen device (see :func:`device_numpy`)
+        self.device_numpy: dict[ast.Call, Val] = {}
 
     # -- scopes -----------------------------------------------------------------------------------------------
 
@@ -818,6 +837,8 @@ class _Flow(CallsMixin):
                 return OTHER
             if isinstance(value, int | float | complex):
                 return NUMBER
+            if isinstance(value, str) and value.split(":")[0].strip().lower() == "cpu":
+                return Val("device", HOST, dev=repr(value))  # `helper(x, "cpu")`: the parameter is the host
             return STRING if isinstance(value, str) else OTHER
         if isinstance(node, ast.Name | ast.Attribute):
             return self._name(node)

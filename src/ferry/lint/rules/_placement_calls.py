@@ -62,6 +62,7 @@ class CallsMixin(DevicesMixin):
     _escaped: dict[ast.AST, dict[str, list[ast.AST]]]
     _aliased: dict[ast.AST, dict[str, set[str]]]
     tensor_moves: set[ast.Call]
+    device_numpy: dict[ast.Call, Val]
     _classes: dict[str, tuple[bool | None, bool]]
 
     local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
@@ -161,6 +162,9 @@ class CallsMixin(DevicesMixin):
             inner = inner.func.value
             owner = dotted(inner)
         tracked = owner is not None and owner in self.env
+        tensor = receiver.what in TENSORISH or (receiver.what == "any" and not receiver.inplace)
+        if method == "numpy" and not node.args and not node.keywords and receiver.where == DEVICE and tensor:
+            self.device_numpy.setdefault(node, receiver)
         if receiver.what in TENSORISH:
             if top and method in MOVES:
                 self.tensor_moves.add(node)

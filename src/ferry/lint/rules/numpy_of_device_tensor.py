@@ -1,13 +1,14 @@
 """FRY012 numpy-of-device-tensor.
 
 ## What it does
-Finds ``.numpy()`` called on a tensor that lives on an accelerator, with no ``.cpu()`` in between: a tensor created
-with ``device="cuda"`` (or a device that may be an accelerator, such as ``"cuda" if torch.cuda.is_available() else
-"cpu"``), moved there with ``.cuda()`` or ``.to(device)``, made by a factory without ``device=`` after
-``torch.set_default_device(device)`` or inside ``with torch.device(device):``, computed from such tensors, or the
-output of a module moved there. Not reported: tensors whose device the file does not show (function parameters,
-devices it cannot resolve), ``.numpy(force=True)``, and code under a test about devices (``if device.type ==
-"cpu":``).
+Finds ``.numpy()`` called on a tensor that lives on an accelerator, with no ``.cpu()`` in between: a tensor created with
+``device="cuda"`` (or a device that may be an accelerator, such as ``"cuda" if torch.cuda.is_available() else "cpu"``),
+moved there with ``.cuda()`` or ``.to(device)``, made by a factory without ``device=`` after
+``torch.set_default_device(device)`` or inside ``with torch.device(device):``, computed from such tensors, or the output
+of a module moved there, wherever the shared device flow follows it (tuple unpacking, DataLoader batches and dataset
+items, the file's functions called with device values). Not reported: tensors whose device the file does not show
+(function parameters, devices it cannot resolve), ``.numpy(force=True)``, and code under a test about devices (``if
+device.type == "cpu":``).
 
 ## Why is this bad
 ``Tensor.numpy()`` only works on CPU tensors. On a GPU it raises ``TypeError: can't convert cuda:0 device type
@@ -42,6 +43,7 @@ from collections.abc import Iterator
 
 from ferry.lint.context import FileContext
 from ferry.lint.model import Edit, Finding, Fix, Rule
+from ferry.lint.rules._placement import device_numpy
 from ferry.lint.rules._tensors import ACCELERATORS, describe, keyword, places
 
 
@@ -60,6 +62,7 @@ def _decides_on_devices(ctx: FileContext, node: ast.AST) -> bool:
 def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield each ``.numpy()`` of a tensor that the file places on an accelerator."""
     where = places(ctx)
+    flowed = device_numpy(ctx)
     for call in ctx.nodes(ast.Call):
         func = call.func
         if not (isinstance(func, ast.Attribute) and func.attr == "numpy" and not call.args):
@@ -70,13 +73,16 @@ def check(ctx: FileContext) -> Iterator[Finding]:
         kind = ctx.kind(receiver)
         if kind is not None and not kind.is_tensor:
             continue
-        devices = sorted(where.of(receiver) & ACCELERATORS)
+        devices = [f"`{d}`" for d in sorted(where.of(receiver) & ACCELERATORS)]
+        if not devices and call in flowed:
+            chosen = flowed[call]
+            devices = [f"an accelerator (the device `{chosen}`)" if len(chosen) <= 40 else "an accelerator"]
         if not devices or _decides_on_devices(ctx, call):
             continue
         shown = describe(ctx, receiver)
         if not isinstance(receiver, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
             shown = f"({shown})"
-        on = " or ".join(f"`{d}`" for d in devices)
+        on = " or ".join(devices)
         at = (func.end_lineno or func.lineno, (func.end_col_offset or 0) - len("numpy"))  # just before `numpy`
         yield Finding(
             call,
