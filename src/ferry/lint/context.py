@@ -19,24 +19,11 @@ from functools import cached_property
 from typing import TypeVar
 
 from ferry.lint.kinds import Kind, KindInference
+from ferry.lint.torch_api import AVAILABILITY_CHECKS, DEVICE_TYPES, DEVICE_WORDS
 
 __all__ = ["FileContext", "dotted"]
 
 N = TypeVar("N", bound=ast.AST)
-
-#: Calls whose truth means "CUDA (or some accelerator) is here".
-AVAILABILITY_CHECKS = frozenset(
-    {
-        "torch.cuda.is_available",
-        "torch.cuda.device_count",
-        "torch.cuda.is_initialized",
-        "torch.backends.cuda.is_built",
-        "torch.accelerator.is_available",
-        "torch.accelerator.device_count",
-        "torch.backends.mps.is_available",
-        "torch.xpu.is_available",
-    }
-)
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -55,11 +42,23 @@ _AST_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 #: Calls whose result still carries the decision passed to them (``torch.device("cuda" if use_cuda else "cpu")``).
 _DECISION_PASSING_CALLS = frozenset(
-    {"bool", "int", "float", "str", "len", "min", "max", "any", "all", "torch.device", "torch.accelerator.current_accelerator"}
+    {
+        "bool",
+        "int",
+        "float",
+        "str",
+        "len",
+        "min",
+        "max",
+        "any",
+        "all",
+        "torch.device",
+        "torch.accelerator.current_accelerator",
+    }
 )
 
-DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta", "mtia"})
-_DEVICE_WORDS = ("cuda", "gpu", "device", "mps", "accelerator", "xpu")
+#: A comparison on ``num_cpus`` counts cores, not devices; ``npu`` is also part of ``input``.
+_DEVICE_WORDS = DEVICE_WORDS - {"cpu", "npu"}
 
 
 def _about_devices(compare: ast.Compare) -> bool:
