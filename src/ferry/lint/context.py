@@ -19,25 +19,12 @@ from functools import cached_property
 from typing import TypeVar, cast
 
 from ferry.lint.kinds import Kind, KindInference
+from ferry.lint.torch_api import AVAILABILITY_CHECKS, DEVICE_TYPES, DEVICE_WORDS
 
 __all__ = ["FileContext", "dotted"]
 
 N = TypeVar("N", bound=ast.AST)
 T = TypeVar("T")
-
-#: Calls whose truth means "CUDA (or some accelerator) is here".
-AVAILABILITY_CHECKS = frozenset(
-    {
-        "torch.cuda.is_available",
-        "torch.cuda.device_count",
-        "torch.cuda.is_initialized",
-        "torch.backends.cuda.is_built",
-        "torch.accelerator.is_available",
-        "torch.accelerator.device_count",
-        "torch.backends.mps.is_available",
-        "torch.xpu.is_available",
-    }
-)
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -62,8 +49,8 @@ _DECISION_PASSING_CALLS = frozenset(
     }
 )
 
-DEVICE_TYPES = frozenset({"cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta", "mtia"})
-_DEVICE_WORDS = ("cuda", "gpu", "device", "mps", "accelerator", "xpu")
+#: A comparison on ``num_cpus`` counts cores, not devices; ``npu`` is also part of ``input``.
+_DEVICE_WORDS = DEVICE_WORDS - {"cpu", "npu"}
 
 
 def _about_devices(compare: ast.Compare) -> bool:

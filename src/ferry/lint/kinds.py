@@ -30,6 +30,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ferry.lint.memo import Memo
+from ferry.lint.torch_api import (
+    COMPILERS,
+    DATA_FACTORIES,
+    DATA_LOADERS,
+    LOADS,
+    MODULE_SELF_METHODS,
+    NOT_TENSOR_FUNCTIONS,
+    NOT_TENSOR_METHODS,
+    NOT_TENSOR_SUBMODULES,
+    NUMPY_FACTORIES,
+    PARALLEL_WRAPPERS,
+    TENSOR_ATTRIBUTES,
+    TENSOR_CLASSES,
+    TENSOR_SUBMODULES,
+)
 
 if TYPE_CHECKING:
     from ferry.lint.context import FileContext
@@ -98,62 +113,6 @@ NDARRAY = Kind("ndarray")
 STATE_DICT = Kind("state_dict")
 LOADED = Kind("loaded")
 
-#: torch.<name> that do not return tensors (everything else directly under torch, torch.linalg, torch.fft,
-#: torch.special and torch.nn.functional does).
-NOT_TENSOR_FUNCTIONS = frozenset(
-    """
-    device dtype load save no_grad enable_grad inference_mode set_grad_enabled is_grad_enabled manual_seed seed
-    initial_seed set_default_dtype get_default_dtype set_default_device get_default_device set_default_tensor_type
-    set_printoptions set_num_threads get_num_threads set_num_interop_threads get_num_interop_threads is_tensor
-    is_storage is_floating_point is_complex is_nonzero numel use_deterministic_algorithms
-    are_deterministic_algorithms_enabled set_float32_matmul_precision get_float32_matmul_precision compile Generator
-    Size finfo iinfo typename broadcast_shapes autocast layout memory_format set_anomaly_enabled
-    set_deterministic_debug_mode get_device_module vmap cond export
-    """.split()
-)
-
-#: Submodules of torch whose functions do not make tensors (or make things the linter does not track).
-NOT_TENSOR_SUBMODULES = frozenset(
-    """
-    cuda backends distributed utils optim jit autograd amp onnx hub multiprocessing testing profiler fx export
-    library overrides quantization ao package random serialization accelerator mps xpu compiler func _dynamo _C
-    _inductor distributions nn types version storage cpu
-    """.split()
-)
-
-TENSOR_SUBMODULES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.", "torch.nn.init.")
-
-#: Tensor methods that return something other than a tensor.
-NOT_TENSOR_METHODS = frozenset(
-    """
-    item tolist numpy size dim numel nelement ndimension data_ptr element_size get_device is_contiguous is_pinned
-    is_floating_point is_complex is_shared is_sparse stride storage untyped_storage backward register_hook equal
-    allclose __len__ __repr__ __str__ __format__ __bool__ __int__ __float__ __index__ __array__ dim_order
-    storage_offset has_names type_as_str retain_grad
-    """.split()
-)
-
-#: Tensor attributes that are tensors.
-TENSOR_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH", "grad", "real", "imag"})
-
-#: Module methods that return the module itself (they act in place).
-MODULE_SELF_METHODS = frozenset(
-    """
-    to cuda cpu half float double bfloat16 train eval requires_grad_ type share_memory apply to_empty ipu xpu mps
-    zero_grad
-    """.split()
-)
-
-PARALLEL_WRAPPERS = frozenset(
-    {
-        "torch.nn.DataParallel",
-        "torch.nn.parallel.DataParallel",
-        "torch.nn.parallel.DistributedDataParallel",
-        "torch.nn.parallel.data_parallel.DataParallel",
-        "torch.nn.parallel.distributed.DistributedDataParallel",
-    }
-)
-
 MODULE_BASES = frozenset(
     {
         "torch.nn.Module",
@@ -168,9 +127,8 @@ MODULE_BASES = frozenset(
     }
 )
 
-TENSOR_CLASSES = frozenset(
-    {"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.FloatTensor"}
-)
+#: Calls that make a tensor from data (``torch.asarray`` is a tensor function anyway).
+_DATA_CALLS = frozenset(f"torch.{name}" for name in DATA_FACTORIES | NUMPY_FACTORIES)
 
 PRETRAINED_NOT_MODULES = ("Tokenizer", "Processor", "Config", "FeatureExtractor", "Scheduler", "Pipeline")
 
@@ -636,11 +594,11 @@ class KindInference:
 
     def _known_call(self, full: str, node: ast.Call) -> Kind | bool | None:
         """The kind a call to ``full`` gives; ``False``: not a function this table knows."""
-        if full in TENSOR_CLASSES or full in ("torch.from_numpy", "torch.as_tensor", "torch.tensor"):
+        if full in TENSOR_CLASSES or full in _DATA_CALLS:
             return TENSOR
         if full in PARALLEL_WRAPPERS:
             return PARALLEL_MODULE
-        if full in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"):
+        if full in DATA_LOADERS:
             return LOADER
         if full == "next" and node.args:  # `next(iter(loader))`, `next(batches)`: one item of what is iterated
             iterated = node.args[0]
@@ -649,9 +607,9 @@ class KindInference:
             return self.element(iterated)
         if full == "torch.device":
             return DEVICE
-        if full == "torch.load":
+        if full in LOADS:
             return LOADED
-        if full in ("torch.compile", "torch.jit.script", "torch.jit.trace") and node.args:
+        if full in COMPILERS and node.args:
             inner = self.infer(node.args[0])
             return inner if inner is not None and inner.is_module else None
         if full.startswith("torch.optim.lr_scheduler."):
@@ -690,7 +648,7 @@ class KindInference:
             bases = {self.ctx.qualname(b) or "" for b in cls.bases}
             if any(b.startswith("torch.utils.data.") and b.endswith("Dataset") for b in bases):
                 return DATASET
-            if any(b in ("torch.utils.data.DataLoader",) for b in bases):
+            if any(b in DATA_LOADERS for b in bases):
                 return LOADER
             return Kind("instance", cls=full)
         if "." not in full:

@@ -14,10 +14,11 @@ import ast
 from dataclasses import dataclass
 
 from ferry.lint.context import FileContext, dotted
-from ferry.lint.rules._placement_values import FACTORIES, LEGACY_HOST, PARAMETERIZED
+from ferry.lint.rules._placement_values import LEGACY_HOST
+from ferry.lint.torch_api import DATA_FACTORIES, FACTORIES, LAYERS_WITH_PARAMETERS, MOVES
 
-#: Methods a class overrides when it moves its own attributes.
-_MOVING_METHODS = frozenset({"_apply", "to", "cuda", "cpu", "_load_from_state_dict"})
+#: Methods a class overrides when it moves its own attributes (a module's ``type`` only converts the dtype).
+_MOVING_METHODS = (MOVES - {"type"}) | {"_apply", "_load_from_state_dict"}
 #: Arithmetic that fails when a CPU tensor meets a device tensor with more than zero dimensions.
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.FloorDiv, ast.Pow, ast.Mod)
 
@@ -112,7 +113,7 @@ def _host_factory(ctx: FileContext, value: ast.expr) -> bool:
         return bool(value.args)
     if head != "torch":
         return False
-    if last in ("tensor", "as_tensor"):
+    if last in DATA_FACTORIES:
         return bool(value.args) and isinstance(value.args[0], ast.List | ast.Tuple | ast.ListComp)
     return last in FACTORIES
 
@@ -163,7 +164,7 @@ def _builds_parameterized(ctx: FileContext, node: ast.expr) -> bool:
     if not isinstance(node, ast.Call):
         return False
     full = ctx.call_name(node) or ""
-    if full.startswith("torch.nn.") and full.rpartition(".")[2] in PARAMETERIZED | {"Sequential"}:
+    if full.startswith("torch.nn.") and full.rpartition(".")[2] in LAYERS_WITH_PARAMETERS | {"Sequential"}:
         return True
     name = dotted(node.func)
     return name is not None and name in ctx.kinds.classes and ctx.kinds.class_is_module(name)

@@ -16,11 +16,9 @@ from pathlib import PurePath
 
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.kinds import DEVICE
+from ferry.lint.torch_api import CUDA_ONLY_CALLS, DEVICE_WORDS
 
 CUDA_SPEC = re.compile(r"cuda(:\d+)?")
-
-#: Words that make a flag or a test a decision on devices (``use_gpu``, ``args.cuda``, ``no_cuda``, ``args.cpu``).
-DEVICE_WORDS = ("cuda", "gpu", "device", "cpu", "mps", "accelerator", "xpu", "npu")
 
 #: Words that make a function, class or file name say it exists for CUDA (or another NVIDIA-only stack).
 CUDA_ONLY_WORDS = ("cuda", "gpu", "cudnn", "nccl", "triton", "tensorrt")
@@ -37,16 +35,6 @@ CUDA_ONLY_IMPORTS = (
     "cutlass",
     "nvmath",
     "flash_attn",
-)
-
-#: ``torch.cuda`` functions that fail without CUDA: a function calling them unguarded is CUDA-only code.
-CUDA_ONLY_CALLS = frozenset(
-    """
-    synchronize Event Stream stream current_stream default_stream set_stream max_memory_allocated memory_allocated
-    max_memory_reserved memory_reserved reset_peak_memory_stats reset_max_memory_allocated get_device_properties
-    get_device_name get_device_capability set_device current_device device graph CUDAGraph make_graphed_callables
-    nvtx mem_get_info memory_stats caching_allocator_alloc
-    """.split()
 )
 
 #: Calls that end a test: ``if not torch.cuda.is_available(): pytest.skip(...)``.

@@ -47,7 +47,8 @@ tensors without error and is not reported in arithmetic.
 The analysis is split in four modules: this one (scopes, statements, expressions, reports),
 :mod:`~ferry.lint.rules._placement_calls` (calls, and the three rules' checks),
 :mod:`~ferry.lint.rules._placement_devices` (device expressions) and :mod:`~ferry.lint.rules._placement_values`
-(what is known of a value, branch merges, tables of PyTorch names).
+(what is known of a value, branch merges, the analysis's own tables of names). What it knows of PyTorch's API
+(factories, moves, layers, losses, loaders) comes from :mod:`ferry.lint.torch_api`.
 """
 
 from __future__ import annotations
@@ -56,16 +57,13 @@ import ast
 from contextlib import suppress
 from dataclasses import dataclass, replace
 
-from ferry.lint.context import AVAILABILITY_CHECKS, FileContext, dotted
-from ferry.lint.kinds import TENSOR_CLASSES
+from ferry.lint.context import FileContext, dotted
 from ferry.lint.rules._placement_calls import CallsMixin
 from ferry.lint.rules._placement_values import (
-    ACCELERATORS,
+    ACCELERATOR_NAMES,
     DEVICE,
     HARMLESS_CONTEXTS,
     HOST,
-    MOVES,
-    NOT_TENSOR_ATTRIBUTES,
     NUMBER,
     OTHER,
     SAME_DEVICE_ATTRIBUTES,
@@ -82,6 +80,7 @@ from ferry.lint.rules._placement_values import (
     moves_items,
     short,
 )
+from ferry.lint.torch_api import ACCELERATORS, AVAILABILITY_CHECKS, MOVES, NOT_TENSOR_ATTRIBUTES, TENSOR_CLASSES
 
 __all__ = ["Report", "device_numpy", "reports", "tensor_moves"]
 
@@ -219,7 +218,7 @@ def _compare_side(test: ast.Compare) -> bool | None:
     for side in (test.left, test.comparators[0]):
         if isinstance(side, ast.Constant) and isinstance(side.value, str):
             kind = side.value.split(":")[0].strip().lower()
-            on_accelerator = kind in ACCELERATORS
+            on_accelerator = kind in ACCELERATOR_NAMES
             if kind != "cpu" and not on_accelerator:
                 return None
             if isinstance(op, ast.Eq | ast.In | ast.Is):
@@ -250,7 +249,8 @@ def _may_report(source: str) -> bool:
     return "torch" in source and any(word in source for word in _DEVICE_WORDS)
 
 
-_DEVICE_WORDS = (".to(", "cuda", "device", "xpu", "mps", "npu", "hpu")
+#: Text every file with a finding holds: a move, a ``device=`` or a device call, or an accelerator's name.
+_DEVICE_WORDS = frozenset({".to(", "device"}) | ACCELERATORS
 
 
 class _Flow(CallsMixin):

@@ -12,33 +12,23 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ferry.lint.context import FileContext, dotted
-from ferry.lint.kinds import NOT_TENSOR_METHODS
 from ferry.lint.rules._placement_devices import DevicesMixin
 from ferry.lint.rules._placement_values import (
+    CHECKED_LOSSES,
     DEVICE,
-    DTYPES,
-    FACTORIES,
     HARMLESS_BUILTINS,
     HOST,
     KEEP,
     LEGACY_HOST,
-    LIKE_FACTORIES,
-    LOADERS,
-    LOSS_FUNCTIONS,
-    MOVES,
     OTHER,
-    PARAMETERIZED,
-    PARAMETERLESS,
     REDUCTIONS,
     SAFE_MODULE_USES,
     SAME_MODULE,
     SHAPERS,
     STRING,
-    TENSOR_DATASETS,
     TENSOR_ONLY_METHODS,
     TENSORISH,
     UNKNOWN,
-    WEIGHT_FIRST,
     Val,
     agree,
     bound_names,
@@ -46,6 +36,30 @@ from ferry.lint.rules._placement_values import (
     line,
     short,
 )
+from ferry.lint.torch_api import (
+    ACCELERATOR_MOVES,
+    COMPILERS,
+    DATA_FACTORIES,
+    DATA_LOADERS,
+    DTYPES,
+    FACTORIES,
+    HOST_TARGET_LOSSES,
+    LAYERS_WITH_PARAMETERS,
+    LAYERS_WITHOUT_PARAMETERS,
+    LIKE_FACTORIES,
+    LOSS_INPUTS,
+    LOSS_WEIGHTS,
+    MASK_FACTORIES,
+    MOVES,
+    NOT_TENSOR_METHODS,
+    NUMPY_FACTORIES,
+    PARALLEL_WRAPPERS,
+    TENSOR_DATASETS,
+    WEIGHT_FIRST_LOSSES,
+)
+
+#: ``torch.from_numpy`` by its full name: a tensor on the host.
+_NUMPY_CALLS = frozenset(f"torch.{name}" for name in NUMPY_FACTORIES)
 
 Args = list[Val]
 Kwargs = dict[str | None, Val]
@@ -227,7 +241,7 @@ class CallsMixin(DevicesMixin):
         """Where ``x.<method>(...)`` puts ``x`` (:data:`HOST`, :data:`DEVICE`, ``KEEP`` or ``None``), as written."""
         if method == "cpu":
             return HOST, None
-        if method in ("cuda", "xpu", "mps", "npu", "hpu", "ipu"):
+        if method in ACCELERATOR_MOVES:
             return DEVICE, f'"{method}"' if not node.args else self.segment(node.args[0])
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return None, None
@@ -334,7 +348,7 @@ class CallsMixin(DevicesMixin):
         if full == "torch.device":
             where = self.device_where(node)
             return Val("device", where, dev=self.segment(node)) if where is not None else Val("device")
-        if top_level and last in FACTORIES | {"tensor", "as_tensor", "asarray"}:
+        if top_level and last in FACTORIES | DATA_FACTORIES:
             return self._factory(node, last, args, device, made_here)
         if top_level and last in LIKE_FACTORIES:
             source = args[0] if args else UNKNOWN
@@ -357,9 +371,9 @@ class CallsMixin(DevicesMixin):
                 # tensors on different devices: each item of a batch is where its tensor is
                 return Val("dataset", items=tuple(Val("tensor", a.where, dev=a.dev) for a in held))
             return Val("dataset")
-        if full in LOADERS:
+        if full in DATA_LOADERS:
             return self._loader(node, args, kwargs)
-        if full == "torch.from_numpy" or full in LEGACY_HOST:
+        if full in _NUMPY_CALLS or full in LEGACY_HOST:
             return Val("tensor", made_here)
         if full.startswith("torch.cuda.") and last.endswith("Tensor"):
             return Val("tensor", DEVICE, dev='"cuda"')
@@ -369,7 +383,7 @@ class CallsMixin(DevicesMixin):
             # the compiled module shares the parameters: bound to the same name it is the same module (a new name
             # is an alias, see `bind`)
             return args[0] if args[0].what in ("module", "any") else UNKNOWN
-        if full.startswith("torch.nn.functional.") and last in LOSS_FUNCTIONS:
+        if full.startswith("torch.nn.functional.") and last in CHECKED_LOSSES:
             return self._loss(node, None, args, kwargs)
         if full.startswith("torch.nn.") and last[:1].isupper():
             if "Parallel" in last:  # DataParallel/DDP move their inputs themselves; the module stays where it is
@@ -454,18 +468,18 @@ class CallsMixin(DevicesMixin):
         if any(k.arg is None for k in node.keywords):
             return Val("module")
         where = made_here if device is None else self.device_where(device)
-        if name == "CTCLoss":  # its targets and lengths may stay on the CPU
+        if name in HOST_TARGET_LOSSES:  # its targets and lengths may stay on the CPU
             return Val("module", where, params=False)
         if name.endswith("Loss"):
-            weight = next((k.value for k in node.keywords if k.arg in ("weight", "pos_weight")), None)
-            if weight is None and node.args and name in WEIGHT_FIRST:
+            weight = next((k.value for k in node.keywords if k.arg in LOSS_WEIGHTS), None)
+            if weight is None and node.args and name in WEIGHT_FIRST_LOSSES:
                 weight = node.args[0]
             held = self._peek(weight) if weight is not None else None
             if held is not None and held.what in TENSORISH and held.where == HOST:
                 return Val("module", where, fresh=where == HOST, params=True, loss=True, weight=weight)
             return Val("module", where, params=weight is not None or None, loss=True, fresh=where == HOST)
         params: bool | None = None
-        if name in PARAMETERIZED:
+        if name in LAYERS_WITH_PARAMETERS:
             params = True
         elif name.startswith("InstanceNorm"):
             params = any(
@@ -473,7 +487,7 @@ class CallsMixin(DevicesMixin):
                 and not (isinstance(k.value, ast.Constant) and not k.value.value)
                 for k in node.keywords
             )
-        elif name in PARAMETERLESS:
+        elif name in LAYERS_WITHOUT_PARAMETERS:
             params = False
         elif name in ("Sequential", "ModuleList"):
             parts = [a for a in args if a.what == "module"]
@@ -499,7 +513,7 @@ class CallsMixin(DevicesMixin):
         aware = False
         for base in cls.bases:
             full = self.ctx.qualname(base) or ""
-            if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in PARAMETERIZED:
+            if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in LAYERS_WITH_PARAMETERS:
                 params = True
             elif full in self.ctx.kinds.classes:
                 base_params, base_aware = self._class_info(full)
@@ -525,7 +539,7 @@ class CallsMixin(DevicesMixin):
                 if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter"):
                     params = True
                 full = self.ctx.qualname(func) or ""
-                if (full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in PARAMETERIZED) or full in (
+                if (full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in LAYERS_WITH_PARAMETERS) or full in (
                     "torch.nn.Parameter",
                     "torch.nn.parameter.Parameter",
                     "timm.create_model",
@@ -589,7 +603,7 @@ class CallsMixin(DevicesMixin):
     def _loss(self, node: ast.Call, module: Val | None, args: Args, kwargs: Kwargs) -> Val:
         """A loss module or function: FRY011 for a host target, or a host weight, with device tensors."""
         pairs = [(a, n) for a, n in zip(args, node.args, strict=True) if not isinstance(n, ast.Starred)]
-        pairs += [(kwargs[k.arg], k.value) for k in node.keywords if k.arg in ("input", "target")]
+        pairs += [(kwargs[k.arg], k.value) for k in node.keywords if k.arg in LOSS_INPUTS]
         on_device = [(v, n) for v, n in pairs if v.where == DEVICE and (v.what in TENSORISH or v.what == "any")]
         on_host = [(v, n) for v, n in pairs if v.what in TENSORISH and v.where == HOST and not v.scalar]
         result = Val("tensor", DEVICE if on_device else None, scalar=True)
@@ -617,7 +631,7 @@ class CallsMixin(DevicesMixin):
                     f"`device={where}`",
                 )
         elif module is None:
-            weight = next((k.value for k in node.keywords if k.arg in ("weight", "pos_weight")), None)
+            weight = next((k.value for k in node.keywords if k.arg in LOSS_WEIGHTS), None)
             held = self._peek(weight) if weight is not None else None
             if weight is not None and held is not None and held.what in TENSORISH and held.where == HOST:
                 self.report(
@@ -861,7 +875,7 @@ def _layer(ctx: FileContext, cls: ast.ClassDef | None, attr: str) -> bool:
                 continue
             full = ctx.call_name(node.value) or ""
             last = full.rsplit(".", 1)[-1]
-            if full.startswith("torch.nn.") and last in PARAMETERIZED:
+            if full.startswith("torch.nn.") and last in LAYERS_WITH_PARAMETERS:
                 return True
             if full in ctx.kinds.classes and ctx.kinds.class_is_module(full):
                 return True
@@ -875,24 +889,12 @@ def _batch(source: Val) -> Val:
     return Val("batch", source.where)
 
 
-#: Functions that wrap a module and share its parameters.
-COMPILERS = frozenset({"torch.compile", "torch.jit.script", "torch.jit.trace"})
-
-
 def _wraps(name: str | None) -> bool:
     """Whether a call of ``name`` wraps the module it is given, sharing its parameters."""
     if name is None:
         return False
-    return name in COMPILERS or (name.startswith("torch.nn.") and name.endswith("DataParallel"))
+    return name in COMPILERS or name in PARALLEL_WRAPPERS
 
-
-#: Static methods of ``torch.nn`` that make a tensor on ``device=`` (default: the host).
-MASK_FACTORIES = frozenset(
-    {
-        "torch.nn.Transformer.generate_square_subsequent_mask",
-        "torch.nn.modules.transformer.Transformer.generate_square_subsequent_mask",
-    }
-)
 
 #: Words in the name of a later argument of a module call that may rightly stay on the host (``lengths`` for
 #: ``pack_padded_sequence``, sizes, counts).

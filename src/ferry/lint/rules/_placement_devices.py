@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.rules._placement_values import (
-    ACCELERATORS,
+    ACCELERATOR_NAMES,
+    CHOSEN_DEVICE_CALLS,
     CONFIG_OWNERS,
     DEVICE,
-    DEVICE_CALLS,
     DEVICE_NAMES,
     HOST,
     TENSORISH,
@@ -58,12 +58,12 @@ class DevicesMixin:
             if full == "torch.device":
                 arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "type"), None)
                 return None if arg is None else self.device_where(arg, pure) or DEVICE
-            return DEVICE if full in DEVICE_CALLS else None
+            return DEVICE if full in CHOSEN_DEVICE_CALLS else None
         if (
             isinstance(node, ast.Attribute)
             and node.attr == "type"
             and isinstance(node.value, ast.Call)
-            and self.ctx.call_name(node.value) in DEVICE_CALLS
+            and self.ctx.call_name(node.value) in CHOSEN_DEVICE_CALLS
         ):
             return self.device_where(node.value, pure)  # `torch.accelerator.current_accelerator().type`
         if isinstance(node, ast.Name | ast.Attribute):
@@ -74,7 +74,7 @@ class DevicesMixin:
         """Whether ``value`` is worth asking :meth:`device_where` about when it is bound to a name."""
         if isinstance(value, ast.Constant | ast.JoinedStr | ast.IfExp | ast.Name | ast.Attribute):
             return True
-        return isinstance(value, ast.Call) and self.ctx.call_name(value) in DEVICE_CALLS
+        return isinstance(value, ast.Call) and self.ctx.call_name(value) in CHOSEN_DEVICE_CALLS
 
     def _device_name(self, node: ast.Name | ast.Attribute, pure: bool) -> str | None:
         name = dotted(node)
@@ -118,7 +118,7 @@ class DevicesMixin:
 def _constant_where(value: object) -> str | None:
     if isinstance(value, str):
         kind = value.split(":")[0].strip().lower()
-        return HOST if kind == "cpu" else DEVICE if kind in ACCELERATORS else None
+        return HOST if kind == "cpu" else DEVICE if kind in ACCELERATOR_NAMES else None
     if isinstance(value, int) and not isinstance(value, bool):
         return DEVICE  # a CUDA ordinal: `.to(0)`, `.cuda(0)`
     return None

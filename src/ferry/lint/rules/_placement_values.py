@@ -1,6 +1,8 @@
-"""What the placement analysis knows of a value (:class:`Val`), how branches merge, and its tables of PyTorch names.
+"""What the placement analysis knows of a value (:class:`Val`), how branches merge, and the names it looks for.
 
-Part of :mod:`ferry.lint.rules._placement` (not a rule).
+Part of :mod:`ferry.lint.rules._placement` (not a rule). Facts about PyTorch's API come from
+:mod:`ferry.lint.torch_api`; the tables here are the analysis's own: where it narrows or widens those, and the names
+people give devices, configs and harmless helpers.
 """
 
 from __future__ import annotations
@@ -10,6 +12,17 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from ferry.lint.torch_api import (
+    ACCELERATORS,
+    DEVICE_CALLS,
+    HOST_TARGET_LOSSES,
+    LEGACY_CONSTRUCTORS,
+    LOSS_FUNCTIONS,
+    MOVES,
+    SAME_PLACE_METHODS,
+    TENSOR_ATTRIBUTES,
+)
+
 HOST = "host"
 DEVICE = "device"
 KEEP = "keep"  # `.to(dtype)`: the device does not change
@@ -17,28 +30,13 @@ KEEP = "keep"  # `.to(dtype)`: the device does not change
 #: Tensor-like values: real tensors and module outputs (a tensor, or a tuple/dict/ModelOutput of tensors).
 TENSORISH = ("tensor", "output")
 
-FACTORIES = frozenset(
-    """
-    zeros ones empty full rand randn randint randperm arange range linspace logspace eye empty_strided tril_indices
-    triu_indices hann_window hamming_window bartlett_window blackman_window kaiser_window
-    """.split()
-)
-LIKE_FACTORIES = frozenset(
-    "zeros_like ones_like empty_like full_like rand_like randn_like randint_like empty_strided_like".split()
-)
-LEGACY_HOST = frozenset(
-    f"torch.{name}"
-    for name in """
-    Tensor FloatTensor DoubleTensor HalfTensor BFloat16Tensor LongTensor IntTensor ShortTensor CharTensor ByteTensor
-    BoolTensor
-    """.split()
-)
-DTYPES = frozenset(
-    """
-    float float32 float64 float16 half bfloat16 double int int8 int16 int32 int64 long short uint8 uint16 uint32
-    uint64 bool complex64 complex128 cfloat cdouble chalf complex32 float8_e4m3fn float8_e5m2 qint8 quint8 qint32
-    """.split()
-)
+#: Legacy constructors by their full name (``torch.FloatTensor``): tensors on the host.
+LEGACY_HOST = frozenset(f"torch.{name}" for name in LEGACY_CONSTRUCTORS)
+#: Functional losses checked (``ctc_loss``'s targets and lengths may stay on the CPU).
+CHECKED_LOSSES = LOSS_FUNCTIONS - HOST_TARGET_LOSSES
+#: Module methods that return the module itself without moving it (the function ``apply`` runs may move it).
+SAME_MODULE = SAME_PLACE_METHODS - {"apply"}
+
 #: Tensor methods whose result may be zero-dimensional.
 REDUCTIONS = frozenset(
     """
@@ -57,46 +55,6 @@ SHAPERS = frozenset(
 TENSOR_ONLY_METHODS = frozenset(
     "detach clone contiguous long int bool squeeze view_as flip softmax log_softmax sigmoid argmax".split()
 )
-#: torch.nn classes that hold parameters or buffers (an ``InstanceNorm`` does only with ``affine=True``).
-PARAMETERIZED = frozenset(
-    """
-    Linear Bilinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d BatchNorm1d BatchNorm2d
-    BatchNorm3d SyncBatchNorm LayerNorm GroupNorm RMSNorm Embedding EmbeddingBag RNN LSTM GRU RNNCell LSTMCell GRUCell
-    MultiheadAttention Transformer TransformerEncoder TransformerDecoder TransformerEncoderLayer
-    TransformerDecoderLayer PReLU
-    """.split()
-)
-#: torch.nn classes without parameters or buffers: they run on whatever device their input is on.
-PARAMETERLESS = frozenset(
-    """
-    Identity ReLU ReLU6 GELU SiLU Mish Sigmoid Tanh Softmax Softmax2d LogSoftmax Softmin LeakyReLU ELU CELU SELU
-    Hardtanh Hardswish Hardsigmoid Hardshrink Softshrink Tanhshrink Softsign Softplus LogSigmoid GLU RReLU Threshold
-    Flatten Unflatten Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout MaxPool1d MaxPool2d
-    MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d
-    AdaptiveMaxPool2d AdaptiveMaxPool3d LPPool1d LPPool2d MaxUnpool1d MaxUnpool2d MaxUnpool3d Upsample
-    UpsamplingNearest2d UpsamplingBilinear2d PixelShuffle PixelUnshuffle ChannelShuffle ZeroPad1d ZeroPad2d ZeroPad3d
-    ConstantPad1d ConstantPad2d ConstantPad3d ReflectionPad1d ReflectionPad2d ReflectionPad3d ReplicationPad1d
-    ReplicationPad2d ReplicationPad3d CircularPad1d CircularPad2d CircularPad3d CosineSimilarity PairwiseDistance
-    Fold Unfold LocalResponseNorm CrossMapLRN2d
-    """.split()
-)
-#: Loss classes whose first positional parameter is ``weight``.
-WEIGHT_FIRST = frozenset(
-    "CrossEntropyLoss NLLLoss NLLLoss2d BCELoss BCEWithLogitsLoss MultiLabelSoftMarginLoss".split()
-)
-#: Functional losses (``ctc_loss`` is left out: its targets and lengths may stay on the CPU).
-LOSS_FUNCTIONS = frozenset(
-    """
-    cross_entropy nll_loss binary_cross_entropy binary_cross_entropy_with_logits mse_loss l1_loss smooth_l1_loss
-    huber_loss kl_div poisson_nll_loss gaussian_nll_loss cosine_embedding_loss margin_ranking_loss
-    hinge_embedding_loss multilabel_margin_loss multilabel_soft_margin_loss multi_margin_loss soft_margin_loss
-    triplet_margin_loss
-    """.split()
-)
-#: Methods that move a module in place (and return it) or a tensor (returning the moved copy).
-MOVES = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu", "hpu", "ipu", "to_empty", "type"})
-#: Module methods that return the module itself without moving it.
-SAME_MODULE = frozenset({"eval", "train", "half", "float", "double", "bfloat16", "requires_grad_", "share_memory"})
 #: What may be done with a module without it being moved elsewhere (for "never moved": anything else counts).
 SAFE_MODULE_USES = SAME_MODULE | frozenset(
     """
@@ -124,19 +82,8 @@ HARMLESS_BUILTINS = frozenset(
 )
 #: Builtins that only read what they are given (a module or tensor passed to them is not moved or kept).
 HARMLESS_READS = frozenset("print len isinstance type id str repr hasattr getattr format sorted".split())
-#: DataLoader classes: iterating one gives batches of tensors made by its dataset, on the host.
-LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
-#: Datasets whose items are slices of the tensors they are given (on those tensors' device).
-TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
-#: Attributes of a tensor that are not tensors.
-NOT_TENSOR_ATTRIBUTES = frozenset(
-    """
-    shape dtype ndim is_cuda is_cpu is_mps is_meta requires_grad grad_fn layout names is_leaf is_sparse is_quantized
-    itemsize nbytes
-    """.split()
-)
-#: Attributes of a tensor that are tensors on the same device.
-SAME_DEVICE_ATTRIBUTES = frozenset({"data", "T", "mT", "H", "mH", "real", "imag"})
+#: Attributes of a tensor that are tensors on the same device (``grad`` may be ``None``).
+SAME_DEVICE_ATTRIBUTES = TENSOR_ATTRIBUTES - {"grad"}
 #: Names that hold the chosen device.
 DEVICE_NAMES = frozenset(
     "device dev torch_device cuda_device gpu_device target_device compute_device train_device training_device".split()
@@ -148,16 +95,10 @@ CONFIG_OWNERS = frozenset(
     training_args train_args runner
     """.split()
 )
-DEVICE_CALLS = frozenset(
-    {
-        "torch.device",
-        "torch.cuda.current_device",
-        "torch.accelerator.current_accelerator",
-        "ferry.pick_device",
-        "ferry.devices.pick_device",
-    }
-)
-ACCELERATORS = frozenset({"cuda", "mps", "xpu", "npu", "hpu", "mtia", "gpu"})
+#: Calls that give the chosen device: torch's, and ferry's own pick.
+CHOSEN_DEVICE_CALLS = DEVICE_CALLS | {"ferry.pick_device", "ferry.devices.pick_device"}
+#: Device strings that name an accelerator: configs also say ``"gpu"`` (``if args.device == "gpu":``).
+ACCELERATOR_NAMES = ACCELERATORS | {"gpu"}
 
 
 @dataclass(frozen=True)

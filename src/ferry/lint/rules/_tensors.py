@@ -18,12 +18,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from ferry.lint.context import DEVICE_TYPES, FileContext, dotted
-from ferry.lint.kinds import NOT_TENSOR_METHODS, Source, own_returns
+from ferry.lint.context import FileContext, dotted
+from ferry.lint.kinds import Source, own_returns
 from ferry.lint.memo import Memo
+from ferry.lint.torch_api import (
+    DATA_FACTORIES,
+    DEVICE_TYPES,
+    DTYPE_CASTS,
+    DTYPES,
+    FACTORIES,
+    NOT_TENSOR_METHODS,
+    NUMPY_FACTORIES,
+    PARALLEL_WRAPPERS,
+    SAME_PLACE_METHODS,
+)
 
 __all__ = [
-    "ACCELERATORS",
     "FLOAT64_DTYPES",
     "Binding",
     "Float64",
@@ -36,23 +46,17 @@ __all__ = [
     "places",
 ]
 
-#: Device types that are accelerators (``.numpy()`` raises there).
-ACCELERATORS = frozenset({"cuda", "mps", "xpu", "npu", "hpu", "mtia"})
-
 #: The spellings of float64 as a dtype.
 FLOAT64_DTYPES = frozenset({"torch.float64", "torch.double", "numpy.float64", "numpy.double", "float"})
 _FLOAT64_STRINGS = frozenset({"float64", "double", "f8", "torch.float64", "torch.double", "torch.DoubleTensor"})
-_TORCH_DTYPES = frozenset(
-    """
-    float16 float32 float64 bfloat16 half float double int8 int16 int32 int64 uint8 bool long int short complex64
-    complex128 cfloat cdouble float8_e4m3fn float8_e5m2
-    """.split()
-)
 
-#: Methods that give back the value they are called on, on the same device (modules and tensors alike).
-_MODULE_KEEPS = frozenset(
-    {"eval", "train", "float", "half", "double", "bfloat16", "requires_grad_", "share_memory", "apply", "zero_grad"}
-)
+#: Methods that give back the value they are called on, on the same device (modules and tensors alike; ``zero_grad``
+#: gives ``None`` but leaves the module where it is).
+_MODULE_KEEPS = SAME_PLACE_METHODS | {"zero_grad"}
+#: ``DataParallel`` runs only on CUDA (``DistributedDataParallel`` may run on the CPU).
+_CUDA_WRAPPERS = frozenset(name for name in PARALLEL_WRAPPERS if name.endswith(".DataParallel"))
+#: Calls that make a tensor from data, by their full names.
+_DATA_CALLS = frozenset(f"torch.{name}" for name in DATA_FACTORIES | NUMPY_FACTORIES)
 
 Position = tuple[int, int]
 
@@ -134,7 +138,7 @@ def is_dtype(ctx: FileContext, node: ast.AST) -> bool:
     if full is None:
         return False
     head, _, last = full.rpartition(".")
-    return (head == "torch" and last in _TORCH_DTYPES) or head == "numpy"
+    return (head == "torch" and last in DTYPES) or head == "numpy"
 
 
 def is_float64_dtype(ctx: FileContext, node: ast.AST | None) -> bool:
@@ -148,13 +152,7 @@ def is_float64_dtype(ctx: FileContext, node: ast.AST | None) -> bool:
 
 
 #: Factories that make their tensor on the default device when not given ``device=``.
-_DEFAULT_DEVICE_FACTORIES = frozenset(
-    f"torch.{name}"
-    for name in """
-    zeros ones empty full rand randn randint randperm arange range linspace logspace eye empty_strided tril_indices
-    triu_indices tensor
-    """.split()
-)
+_DEFAULT_DEVICE_FACTORIES = frozenset(f"torch.{name}" for name in FACTORIES | {"tensor"})
 
 # -- device expressions -----------------------------------------------------------------------------------------
 
@@ -438,7 +436,7 @@ class Places:
                 return receiver
             return self._defined(node, env, depth)
         if full is not None and full.startswith("torch."):
-            if full in ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel"):
+            if full in _CUDA_WRAPPERS:
                 return frozenset({"cuda"})
             if full.startswith(("torch.cuda.", "torch.backends.")):
                 return frozenset()
@@ -612,7 +610,7 @@ class Float64:
         if full is not None and full.startswith("torch."):
             if dtype is not None:
                 return is_float64_dtype(ctx, dtype)
-            if full in ("torch.from_numpy", "torch.as_tensor", "torch.tensor", "torch.asarray") and node.args:
+            if full in _DATA_CALLS and node.args:
                 data = node.args[0]
                 return not isinstance(data, ast.List | ast.Tuple | ast.Constant) and self(data)
             if full in ("torch.DoubleTensor",):
@@ -624,7 +622,7 @@ class Float64:
             method = node.func.attr
             if method == "astype" and node.args:
                 return is_float64_dtype(ctx, node.args[0])
-            if method in ("double", "float", "half", "bfloat16", "to", "type"):
+            if method in DTYPE_CASTS | {"to", "type"}:
                 return self._converted(node, self(node.func.value))
             if method in _KEEP_DTYPE or method in _MODULE_KEEPS:
                 return self(node.func.value)

@@ -10,7 +10,8 @@ import ast
 import re
 from collections.abc import Iterator
 
-from ferry.lint.context import DEVICE_TYPES, FileContext, dotted
+from ferry.lint.context import FileContext, dotted
+from ferry.lint.torch_api import ACCELERATOR_MOVES, ACCELERATORS, GRAD_MODES, MODULE_SELF_METHODS
 
 __all__ = [
     "BOUNDARIES",
@@ -36,28 +37,6 @@ TRIES: tuple[type[ast.AST], ...] = (ast.Try, getattr(ast, "TryStar", ast.Try))  
 #: Names that say "optimizer": ``optimizer``, ``opt``, ``optim``, ``d_optim``, ``optimizer_g``, ``self.optimizer``.
 OPTIMIZER_NAME = re.compile(r"(^|_)(optimizer|optimiser|optim|opt)(s|_[a-z0-9]+|[0-9])?$")
 
-#: Context managers and decorators that switch autograd off (or set it explicitly, which is as telling).
-GRAD_MODES = frozenset(
-    {
-        "torch.no_grad",
-        "torch.inference_mode",
-        "torch.enable_grad",
-        "torch.set_grad_enabled",
-        "torch.autograd.no_grad",
-        "torch.autograd.enable_grad",
-        "torch.autograd.inference_mode",
-        "torch.autograd.set_grad_enabled",
-        "torch.autograd.grad_mode.no_grad",
-        "torch.autograd.grad_mode.inference_mode",
-        "torch.autograd.grad_mode.enable_grad",
-        "torch.autograd.grad_mode.set_grad_enabled",
-    }
-)
-
-#: Methods of a module that give it back (moved, cast or switched): ``model.to(d).eval()`` is still ``model``.
-CHAIN_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "half", "float", "double", "bfloat16", "eval", "train"})
-
-ACCELERATORS = DEVICE_TYPES - {"cpu", "meta"}
 _DEVICE_NAME = re.compile(r"(device|dev|gpu|cuda|rank)", re.IGNORECASE)
 
 
@@ -172,7 +151,7 @@ def _is_grad_mode(ctx: FileContext, expr: ast.AST) -> bool:
 
 def move_chain_root(expr: ast.AST) -> ast.AST:
     """``model`` for ``model.to(device).eval()``: the receiver under a chain of moves, casts and mode switches."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in CHAIN_METHODS:
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in MODULE_SELF_METHODS:
         expr = expr.func.value
     return expr
 
@@ -200,7 +179,7 @@ def is_device_move(ctx: FileContext, call: ast.Call) -> bool:
     if not isinstance(call.func, ast.Attribute):
         return False
     method = call.func.attr
-    if method in ("cuda", "xpu", "npu", "mps"):
+    if method in ACCELERATOR_MOVES:
         return True
     if method != "to":
         return False

@@ -47,10 +47,10 @@ from collections.abc import Iterator
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
 from ferry.lint.rules._training import before, scope_node, walk_scope
+from ferry.lint.torch_api import SAVES
 
-SAVERS = frozenset(
-    {"torch.save", "ferry.save", "safetensors.torch.save_file", "safetensors.torch.save_model", "ferry.checkpoint.save"}
-)
+#: Functions that write a state dict to a file: torch's, ferry's and safetensors'.
+SAVERS = SAVES | {"ferry.save", "safetensors.torch.save_file", "safetensors.torch.save_model", "ferry.checkpoint.save"}
 
 #: How deep a state dict is followed through names and the parameters of this file's functions.
 DEPTH = 3

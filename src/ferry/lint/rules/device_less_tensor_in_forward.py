@@ -67,7 +67,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ferry.lint.context import FileContext, dotted
-from ferry.lint.kinds import NOT_TENSOR_FUNCTIONS, NOT_TENSOR_SUBMODULES, TENSOR_ATTRIBUTES, TENSOR_SUBMODULES
 from ferry.lint.memo import Memo
 from ferry.lint.model import Edit, Finding, Fix, Rule
 from ferry.lint.rules._attributes import unregistered
@@ -80,31 +79,29 @@ from ferry.lint.rules._tensors import (
     parameters,
     returned_values,
 )
-
-#: Functions that make a new tensor, on the CPU unless given ``device=``.
-FACTORIES = frozenset(
-    f"torch.{name}"
-    for name in """
-    zeros ones empty full arange range linspace logspace eye rand randn randint randperm tensor as_tensor from_numpy
-    tril_indices triu_indices empty_strided hann_window hamming_window blackman_window bartlett_window kaiser_window
-    LongTensor FloatTensor BoolTensor ByteTensor IntTensor DoubleTensor HalfTensor
-    """.split()
+from ferry.lint.torch_api import (
+    DATA_FACTORIES,
+    FACTORIES,
+    LAYERS_WITH_PARAMETERS,
+    LEGACY_CONSTRUCTORS,
+    MODULE_SELF_METHODS,
+    NOT_TENSOR_FUNCTIONS,
+    NOT_TENSOR_SUBMODULES,
+    NUMPY_FACTORIES,
+    TENSOR_ATTRIBUTES,
+    TENSOR_SUBMODULES,
 )
 
-FACTORY_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in FACTORIES)
+#: Functions that make a new tensor on the CPU unless given ``device=`` (the legacy constructors always do), but
+#: ``torch.Tensor``: it is mostly a conversion of data the caller passed, which this rule cannot tell from sizes.
+CPU_FACTORIES = frozenset(
+    f"torch.{name}" for name in FACTORIES | DATA_FACTORIES | NUMPY_FACTORIES | (LEGACY_CONSTRUCTORS - {"Tensor"})
+)
+
+FACTORY_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in CPU_FACTORIES)
 
 #: Factories whose first argument is the data (a 0-dim tensor when that is a number).
-DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor"})
-
-#: Layers that hold parameters or buffers: built in ``forward`` they are made on the CPU at every call.
-PARAMETERED_LAYERS = frozenset(
-    """
-    Linear Bilinear LazyLinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d LazyConv1d
-    LazyConv2d LazyConv3d BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm LazyBatchNorm1d LazyBatchNorm2d
-    LazyBatchNorm3d LayerNorm GroupNorm RMSNorm Embedding EmbeddingBag RNN LSTM GRU RNNCell LSTMCell GRUCell
-    MultiheadAttention Transformer TransformerEncoderLayer TransformerDecoderLayer PReLU
-    """.split()
-)
+DATA_CALLS = frozenset(f"torch.{name}" for name in DATA_FACTORIES)
 
 #: Attributes and methods only tensors have (not NumPy arrays, lists or numbers): using one tells a parameter is one.
 TENSOR_ONLY = frozenset(
@@ -353,7 +350,7 @@ class Flow:
     def _takes_tensors(self, call: ast.Call) -> bool:
         """Whether ``call`` wants a tensor first: a ``torch`` function or a module."""
         name = self.ctx.call_name(call)
-        if name is not None and name not in FACTORIES and _tensor_function(name):
+        if name is not None and name not in CPU_FACTORIES and _tensor_function(name):
             return True
         kind = self.ctx.kind(call.func)
         return kind is not None and kind.is_module
@@ -363,13 +360,13 @@ class Flow:
     def cpu_factory(self, call: ast.Call) -> bool | None:
         """``True``: ``call`` makes a CPU tensor of one or more dimensions; ``False``: a 0-dim one; ``None``: not."""
         name = self.ctx.call_name(call)
-        if name not in FACTORIES or self.default_device_set:
+        if name not in CPU_FACTORIES or self.default_device_set:
             return None
         if keyword(call, "device") is not None or keyword(call, "out") is not None or has_double_star(call):
             return None
         if keyword(call, "pin_memory") is not None:
             return None  # pinned: meant to stay on the host
-        if name in DATA_FACTORIES or name == "torch.from_numpy":
+        if name in DATA_CALLS or name == "torch.from_numpy":
             data = call.args[0] if call.args else keyword(call, "data")
             func = self.ctx.enclosing_function(call)
             if data is None or (func is not None and _root(data) in parameters(func)):
@@ -502,7 +499,7 @@ class Flow:
         if full in NUMBER_CALLS or (full is not None and full.startswith("math.")):
             return SCALAR
         if full is not None and full.startswith("torch."):
-            if full in FACTORIES:
+            if full in CPU_FACTORIES:
                 return self._moved_factory(node)
             if not _tensor_function(full) or full in MIXING_ALLOWED:
                 return None
@@ -677,7 +674,7 @@ class Flow:
             return
         makers: set[ast.AST] = set()
         for call in ctx.nodes(ast.Call):
-            if _called_name(call) in FACTORY_NAMES and ctx.call_name(call) in FACTORIES and self.cpu_factory(call):
+            if _called_name(call) in FACTORY_NAMES and ctx.call_name(call) in CPU_FACTORIES and self.cpu_factory(call):
                 maker = ctx.enclosing_function(call)
                 if maker is not None:
                     makers.add(maker)
@@ -730,7 +727,7 @@ class Flow:
         Sizes, scales, or the values of input tensors (read one by one, to the host): such a tensor may well be
         meant to stay there.
         """
-        if self.ctx.call_name(origin) not in DATA_FACTORIES or not origin.args:
+        if self.ctx.call_name(origin) not in DATA_CALLS or not origin.args:
             return False
         data = origin.args[0]
         if isinstance(data, ast.List | ast.Tuple):
@@ -788,12 +785,11 @@ def _zero(node: ast.AST | None) -> bool:
 
 
 #: Methods of ``nn.Module`` (a call of one of these on a submodule is not a call of a sub-submodule).
-MODULE_METHODS = frozenset(
+MODULE_METHODS = MODULE_SELF_METHODS | frozenset(
     """
-    forward apply to cuda cpu xpu mps half float double bfloat16 type train eval zero_grad parameters
-    named_parameters buffers named_buffers children named_children modules named_modules state_dict
-    load_state_dict register_buffer register_parameter register_module add_module get_submodule get_parameter
-    get_buffer requires_grad_ extra_repr to_empty share_memory register_forward_hook register_forward_pre_hook
+    forward zero_grad parameters named_parameters buffers named_buffers children named_children modules
+    named_modules state_dict load_state_dict register_buffer register_parameter register_module add_module
+    get_submodule get_parameter get_buffer extra_repr register_forward_hook register_forward_pre_hook
     register_full_backward_hook register_backward_hook keys values items
     """.split()
 )
@@ -939,7 +935,7 @@ def _layers_in_forward(ctx: FileContext) -> Iterator[Finding]:
     """``nn.BatchNorm2d(c)(x)`` in ``forward``: a layer with parameters made (on the CPU) at every call."""
     for call in ctx.nodes(ast.Call):
         name = ctx.call_name(call)
-        if name is None or not name.startswith("torch.nn.") or name.rsplit(".", 1)[-1] not in PARAMETERED_LAYERS:
+        if name is None or not name.startswith("torch.nn.") or name.rsplit(".", 1)[-1] not in LAYERS_WITH_PARAMETERS:
             continue
         func = ctx.enclosing_function(call)
         if func is None or func.name != "forward":

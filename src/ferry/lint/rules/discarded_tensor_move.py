@@ -1,11 +1,11 @@
 """FRY001 discarded-tensor-move.
 
 ## What it does
-Finds a tensor moved or converted (``.to(...)``, ``.cuda()``, ``.cpu()``, ``.half()``, ``.float()``, ``.double()``,
-``.bfloat16()``, ``.type(...)``, ``.contiguous()``, ``.pin_memory()``) as a statement of its own, its result thrown
-away. The receiver is a tensor by what its name was bound to (torch factories and operations, ``torch.from_numpy``,
-batches from a ``DataLoader``, arithmetic on tensors); modules are not reported: ``model.to(device)`` alone is
-correct.
+Finds a tensor moved or converted (``.to(...)``, ``.cuda()``, ``.xpu()`` and the other accelerators' moves,
+``.cpu()``, ``.half()``, ``.float()``, ``.double()``, ``.bfloat16()``, ``.type(...)``, ``.contiguous()``,
+``.pin_memory()``) as a statement of its own, its result thrown away. The receiver is a tensor by what its name was
+bound to (torch factories and operations, ``torch.from_numpy``, batches from a ``DataLoader``, arithmetic on
+tensors); modules are not reported: ``model.to(device)`` alone is correct.
 
 ## Why is this bad
 ``Tensor.to`` and its relatives return a new tensor and leave the original where it was, unlike ``Module.to``,
@@ -41,8 +41,10 @@ from ferry.lint.kinds import SCOPES
 from ferry.lint.model import Edit, Finding, Fix, Rule
 from ferry.lint.rules._io import device_variable
 from ferry.lint.rules._placement import tensor_moves
+from ferry.lint.torch_api import DTYPE_CASTS, MOVES
 
-MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "type", "contiguous", "pin_memory"})
+#: Tensor methods that return a moved or converted copy (``to_empty`` is a module's, which moves in place).
+COPIES = (MOVES - {"to_empty"}) | DTYPE_CASTS | {"contiguous", "pin_memory"}
 
 
 #: Longest call text a message quotes; a longer one is shown as ``x.to(...)``.
@@ -66,7 +68,7 @@ def check(ctx: FileContext) -> Iterator[Finding]:
 
 def _is_tensor_move(ctx: FileContext, call: ast.expr) -> bool:
     """``<tensor>.to(...)`` and the other moves and conversions, on a receiver known to be a tensor."""
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in MOVES):
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in COPIES):
         return False
     if call.func.attr == "type" and not (call.args or call.keywords):
         return False  # `t.type()` returns the type name: nothing to keep

@@ -62,16 +62,14 @@ from collections.abc import Iterator
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
 from ferry.lint.rules._training import BOUNDARIES, LOOPS, innermost_loop, is_optimizer
+from ferry.lint.torch_api import DATA_FACTORIES, FACTORIES, LEGACY_CONSTRUCTORS, NUMPY_FACTORIES
 
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 SYNC_BUILTINS = frozenset({"float", "int", "print"})
 
 #: Factories that make a tensor on the host unless given ``device=`` (the default device is the CPU).
 HOST_FACTORIES = frozenset(
-    "torch." + name
-    for name in """
-    tensor as_tensor from_numpy zeros ones empty full arange linspace logspace eye rand randn randint randperm
-    """.split()
+    f"torch.{name}" for name in FACTORIES | DATA_FACTORIES | NUMPY_FACTORIES | LEGACY_CONSTRUCTORS
 )
 STEP_ARGUMENT_OWNERS = re.compile(r"scaler", re.IGNORECASE)
 

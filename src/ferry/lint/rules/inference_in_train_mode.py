@@ -87,22 +87,13 @@ from ferry.lint.rules._training import (
     scope_node,
     walk_scope,
 )
+from ferry.lint.torch_api import LOADS, MODE_FREE_LAYERS, NO_GRAD
 
 #: Methods through which a model is used for prediction.
 PREDICT_METHODS = frozenset({"forward", "inference", "predict"})
-WHOLE_MODEL_LOADS = frozenset({"torch.load"})
 
-#: torch.nn layers that behave the same in training and in eval mode.
-MODE_FREE_LAYERS = frozenset(
-    """
-    Linear Bilinear LazyLinear Identity Flatten Unflatten Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d
-    ConvTranspose3d Embedding EmbeddingBag LayerNorm GroupNorm RMSNorm LocalResponseNorm ReLU ReLU6 LeakyReLU PReLU
-    ELU SELU CELU GELU SiLU Mish Sigmoid Tanh Hardtanh Hardsigmoid Hardswish Softplus Softsign Softmax LogSoftmax
-    Softmin MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d
-    AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d Upsample PixelShuffle PixelUnshuffle
-    ZeroPad2d ConstantPad1d ConstantPad2d ReflectionPad2d ReplicationPad2d Parameter Buffer
-    """.split()
-)
+#: What ``torch.nn`` may build in a mode-free module: its mode-free layers, and parameters and buffers.
+MODE_FREE = MODE_FREE_LAYERS | {"Parameter", "Buffer"}
 CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
 
 #: Calls that show a function trains (computes gradients, steps an optimizer) or, for loaded weights, computes a loss.
@@ -265,7 +256,7 @@ class _Facts:
         full = self.ctx.call_name(expr) or ""
         if full.startswith("torch.nn."):
             last = full.rsplit(".", 1)[-1]
-            if last in MODE_FREE_LAYERS:
+            if last in MODE_FREE:
                 return True
             if last in CONTAINERS:
                 items: list[ast.AST] = []
@@ -354,7 +345,7 @@ def _loads(facts: _Facts) -> Iterator[tuple[ast.AST, str, ast.AST | None]]:
     for assign in ctx.nodes(ast.Assign):
         if len(assign.targets) == 1 and isinstance(assign.value, ast.Call):
             name = dotted(assign.targets[0])
-            if name is not None and ctx.call_name(assign.value) in WHOLE_MODEL_LOADS:
+            if name is not None and ctx.call_name(assign.value) in LOADS:
                 yield assign, name, None
 
 
@@ -497,10 +488,6 @@ def _kept_without_grad_off(facts: _Facts) -> Iterator[Finding]:
 
 # -- shape 3: evaluated under no_grad after training, no eval() -------------------------------------------------------
 
-GRAD_OFF = frozenset(
-    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad"}
-)
-
 
 def _without_grad(ctx: FileContext, node: ast.AST) -> bool:
     """Whether ``node`` runs under ``with torch.no_grad():``/``inference_mode()`` or in a function decorated so."""
@@ -508,11 +495,11 @@ def _without_grad(ctx: FileContext, node: ast.AST) -> bool:
         if isinstance(above, ast.With | ast.AsyncWith):
             for item in above.items:
                 expr = item.context_expr
-                if ctx.qualname(expr.func if isinstance(expr, ast.Call) else expr) in GRAD_OFF:
+                if ctx.qualname(expr.func if isinstance(expr, ast.Call) else expr) in NO_GRAD:
                     return True
         if isinstance(above, ast.FunctionDef | ast.AsyncFunctionDef):
             for decorator in above.decorator_list:
-                if ctx.qualname(decorator.func if isinstance(decorator, ast.Call) else decorator) in GRAD_OFF:
+                if ctx.qualname(decorator.func if isinstance(decorator, ast.Call) else decorator) in NO_GRAD:
                     return True
     return False
 

@@ -52,9 +52,7 @@ from collections.abc import Iterator
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Edit, Finding, Fix, Rule
 from ferry.lint.rules._io import device_guarded, device_variable
-
-LOADS = frozenset({"torch.load", "torch.serialization.load"})
-SAVES = frozenset({"torch.save", "torch.serialization.save"})
+from ferry.lint.torch_api import LOADS, SAVES
 
 
 def _round_trip(ctx: FileContext, call: ast.Call) -> bool:

@@ -44,7 +44,8 @@ from collections.abc import Iterator
 from ferry.lint.context import FileContext
 from ferry.lint.model import Edit, Finding, Fix, Rule
 from ferry.lint.rules._placement import device_numpy
-from ferry.lint.rules._tensors import ACCELERATORS, describe, keyword, places
+from ferry.lint.rules._tensors import describe, keyword, places
+from ferry.lint.torch_api import ACCELERATORS
 
 
 def _decides_on_devices(ctx: FileContext, node: ast.AST) -> bool:

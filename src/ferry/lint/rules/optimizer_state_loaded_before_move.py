@@ -64,6 +64,7 @@ from ferry.lint.rules._training import (
     scope_node,
     walk_scope,
 )
+from ferry.lint.torch_api import EAGER_STATE_OPTIMIZERS
 
 PLACE = frozenset({"ferry.place", "ferry.placement.place"})
 
@@ -113,10 +114,6 @@ def _belongs(model: str, candidates: set[str]) -> bool:
     return any(c == model or c.startswith(model + ".") for c in candidates)
 
 
-#: Optimizers that create their state when they are built (Adagrad's ``sum``), on the parameters' device then.
-EAGER_STATE = frozenset({"torch.optim.Adagrad", "torch.optim.adagrad.Adagrad"})
-
-
 def _state_events(ctx: FileContext) -> Iterator[tuple[ast.Call, str, set[str], bool]]:
     """``(call, optimizer, models, eager)`` for each event that puts optimizer state on the parameters' device.
 
@@ -135,7 +132,7 @@ def _state_events(ctx: FileContext) -> Iterator[tuple[ast.Call, str, set[str], b
             candidates = _models_of(built)
             if candidates:
                 yield call, opt, candidates, False
-        elif ctx.call_name(call) in EAGER_STATE and call.args:
+        elif ctx.call_name(call) in EAGER_STATE_OPTIMIZERS and call.args:
             parent = ctx.parent(call)
             if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is call:
                 opt = dotted(parent.targets[0])

@@ -49,8 +49,8 @@ from collections.abc import Iterator
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
 from ferry.lint.rules._io import parameters
+from ferry.lint.torch_api import SAVES
 
-SAVES = frozenset({"torch.save", "torch.serialization.save"})
 MODEL_NAMES = frozenset({"model", "net", "network"})
 MODEL_SUFFIXES = ("_model", "_net", "_network")
 
