@@ -91,7 +91,7 @@ def _scan(ctx: FileContext, cls: ast.ClassDef, tensors: list[PlainTensor], conta
         if attr is None or attr in mentioned or len(assigned.get(attr, [])) != 1:
             continue
         value = stmt.value
-        if _host_factory(ctx, value):
+        if _host_factory(ctx, value) or _host_local(ctx, init, stmt, value):
             use = _arithmetic_use(ctx, methods, attr)
             if use is not None:
                 tensors.append(PlainTensor(stmt, cls.name, attr, use[0], use[1]))
@@ -101,10 +101,24 @@ def _scan(ctx: FileContext, cls: ast.ClassDef, tensors: list[PlainTensor], conta
                 containers.append(PlainContainer(stmt, cls.name, attr, kind))
 
 
+#: Tensor methods that give a tensor on the same device (shapes and dtypes), so a host factory stays one.
+_SAME_PLACE = frozenset(
+    """
+    view reshape unsqueeze squeeze permute transpose t flatten expand repeat contiguous float double half bfloat16
+    long int bool clone detach exp log sqrt sin cos neg abs
+    """.split()
+)
+
+
 def _host_factory(ctx: FileContext, value: ast.expr) -> bool:
-    """A torch factory without ``device=`` (not a zero-dimensional ``torch.tensor(2.0)``), or a legacy constructor."""
+    """A torch factory without ``device=`` (not a zero-dimensional ``torch.tensor(2.0)``), or a legacy constructor.
+
+    Also through shape and dtype methods: ``torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)``.
+    """
     if not isinstance(value, ast.Call):
         return False
+    if isinstance(value.func, ast.Attribute) and value.func.attr in _SAME_PLACE:
+        return _host_factory(ctx, value.func.value)
     full = ctx.call_name(value) or ""
     head, _, last = full.rpartition(".")
     if any(k.arg in ("device", None) for k in value.keywords):
@@ -118,6 +132,28 @@ def _host_factory(ctx: FileContext, value: ast.expr) -> bool:
     return last in FACTORIES
 
 
+def _host_local(ctx: FileContext, init: ast.AST, stmt: ast.Assign, value: ast.expr) -> bool:
+    """``pe = torch.zeros(n, d)`` ... ``self.pe = pe.unsqueeze(0)``: a local of ``__init__`` made by a host factory."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SAME_PLACE:
+        value = value.func.value
+    if not isinstance(value, ast.Name):
+        return False
+    bound = [
+        node.value
+        for node in ast.walk(init)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets)
+        and node.lineno < stmt.lineno
+    ]
+    rebound = any(  # `pe = pe.to(device)` and the like, or a loop or `with` binding it
+        isinstance(node, ast.For | ast.With | ast.AugAssign | ast.AnnAssign | ast.NamedExpr)
+        and any(isinstance(n, ast.Name) and n.id == value.id and isinstance(n.ctx, ast.Store) for n in ast.walk(node))
+        for node in ast.walk(init)
+        if not isinstance(node, ast.Assign)
+    )
+    return bool(bound) and not rebound and all(_host_factory(ctx, v) for v in bound)
+
+
 def _arithmetic_use(
     ctx: FileContext, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], attr: str
 ) -> tuple[ast.AST, str] | None:
@@ -129,6 +165,13 @@ def _arithmetic_use(
             if _self_attribute(node) != attr or not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
                 continue
             parent = ctx.parent(node)
+            while (isinstance(parent, ast.Subscript) and parent.value is node) or (
+                isinstance(parent, ast.Attribute) and parent.attr in _SAME_PLACE
+            ):  # `self.pe[:, : x.size(1)]`, `self.mean.view(1, 3, 1, 1)`: the same tensor
+                above = ctx.parent(parent) if isinstance(parent, ast.Attribute) else parent
+                if above is None:
+                    break
+                node, parent = above, ctx.parent(above)
             if isinstance(parent, ast.BinOp) and isinstance(parent.op, _ARITHMETIC):
                 return parent, name
             if isinstance(parent, ast.Call) and node in parent.args:

@@ -486,8 +486,11 @@ class _Flow(CallsMixin):
         result = UNKNOWN
         if vals:
             result = vals[0]
+            decides = lambda: any(  # noqa: E731  `if torch.cuda.is_available(): return cuda` / `return cpu`
+                isinstance(n, ast.If | ast.IfExp) and self.ctx.mentions_availability(n.test) for n in ast.walk(func)
+            )
             for other in vals[1:]:
-                result = join(result, other, None)
+                result = join(result, other, decides)
             result = replace(result, origin=None, name=None)
         self._returned_memo[key] = result
         return result

@@ -84,6 +84,7 @@ from ferry.lint.torch_api import (
     FACTORIES,
     LAYERS_WITH_PARAMETERS,
     LEGACY_CONSTRUCTORS,
+    MASK_FACTORIES,
     MODULE_SELF_METHODS,
     NOT_TENSOR_FUNCTIONS,
     NOT_TENSOR_SUBMODULES,
@@ -94,7 +95,7 @@ from ferry.lint.torch_api import (
 
 #: Functions that make a new tensor on the CPU unless given ``device=`` (the legacy constructors always do), but
 #: ``torch.Tensor``: it is mostly a conversion of data the caller passed, which this rule cannot tell from sizes.
-CPU_FACTORIES = frozenset(
+CPU_FACTORIES = MASK_FACTORIES | frozenset(
     f"torch.{name}" for name in FACTORIES | DATA_FACTORIES | NUMPY_FACTORIES | (LEGACY_CONSTRUCTORS - {"Tensor"})
 )
 
@@ -293,7 +294,35 @@ class Flow:
             how = self._evidence.get((func, name))
             if how is not None:
                 found[name] = how
+        found.update((name, "passed") for name in self._passed_tensors(func) if name not in found)
         return found
+
+    def _passed_tensors(self, func: ast.AST) -> list[str]:
+        """Parameters of a module's method that its own methods call it with tensors: ``self.reparameterize(mu, lv)``.
+
+        A tensor here is an input of the calling method or the output of one of the module's layers.
+        """
+        cls = self.ctx.enclosing_class(func)
+        if not isinstance(func, FUNCTIONS) or cls is None or func not in cls.body:
+            return []
+        if not self.ctx.kinds.class_is_module(cls.name):
+            return []
+        params = [a.arg for a in func.args.args[1:]]
+        passed: set[str] = set()
+        for call in ast.walk(cls):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and _self_chain(call.func)):
+                continue
+            if _called_name(call) != func.name:
+                continue
+            caller = self.ctx.enclosing_function(call)
+            if caller is None or caller is func:
+                continue
+            given = self.inputs(caller)
+            for index, arg in enumerate(call.args[: len(params)]):
+                layer = isinstance(arg, ast.Call) and _submodule(arg.func)
+                if layer or (isinstance(arg, ast.Name) and arg.id in given):
+                    passed.add(params[index])
+        return sorted(passed)
 
     @cached_property
     def _evidence(self) -> dict[tuple[ast.AST, str], str]:
@@ -601,7 +630,9 @@ class Flow:
         func = self.ctx.enclosing_function(node)
         if func is None or not self.inputs(func):
             return
-        for arg in node.args if args is None else args:
+        if args is None:  # `self.enc(x, mask=mask)`: keyword arguments reach the submodule too
+            args = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
+        for arg in args:
             found = self.dev(arg)
             if found is not None and found.where == "cpu":
                 inputs = sorted(self.inputs(func))

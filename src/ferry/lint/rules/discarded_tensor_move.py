@@ -5,7 +5,8 @@ Finds a tensor moved or converted (``.to(...)``, ``.cuda()``, ``.xpu()`` and the
 ``.cpu()``, ``.half()``, ``.float()``, ``.double()``, ``.bfloat16()``, ``.type(...)``, ``.contiguous()``,
 ``.pin_memory()``) as a statement of its own, its result thrown away. The receiver is a tensor by what its name was
 bound to (torch factories and operations, ``torch.from_numpy``, batches from a ``DataLoader``, arithmetic on
-tensors); modules are not reported: ``model.to(device)`` alone is correct.
+tensors); modules are not reported: ``model.to(device)`` alone is correct. Also ``ferry.to_device(batch, device)``
+as a statement: it returns a moved copy of any batch and leaves its input where it was.
 
 ## Why is this bad
 ``Tensor.to`` and its relatives return a new tensor and leave the original where it was, unlike ``Module.to``,
@@ -64,6 +65,27 @@ def check(ctx: FileContext) -> Iterator[Finding]:
         elif _is_tensor_move(ctx, value):
             assert isinstance(value, ast.Call)
             yield _finding(ctx, stmt, value, None, in_tuple=False)
+        elif isinstance(value, ast.Call) and ctx.call_name(value) in COPYING_FUNCTIONS and value.args:
+            yield _function_finding(ctx, stmt, value)
+
+
+#: Functions that return a moved copy of their first argument and leave it as it was.
+COPYING_FUNCTIONS = frozenset({"ferry.to_device", "ferry.placement.to_device"})
+
+
+def _function_finding(ctx: FileContext, stmt: ast.Expr, call: ast.Call) -> Finding:
+    """``ferry.to_device(batch, device)`` as a statement: the moved copy is dropped, ``batch`` stays where it was."""
+    first = call.args[0]
+    target = _target(ctx, first)
+    text = ctx.segment(call)
+    shown_call = text if "\n" not in text and len(text) <= SHOWN_CALL else f"{ctx.segment(call.func)}(...)"
+    message = f"result of `{shown_call}` is discarded: it returns a moved copy and leaves its input where it was; "
+    if target is None:
+        return Finding(call, message=message + "assign it and use the result")
+    fix = None
+    if stmt.lineno == stmt.end_lineno and (not isinstance(first, ast.Name) or _bound_here(ctx, stmt, first.id)):
+        fix = _statement_fix(stmt, f"{target} = {text}", "Assign the result")
+    return Finding(call, message=message + f"assign it: `{target} = {shown_call}`", fix=fix)
 
 
 def _is_tensor_move(ctx: FileContext, call: ast.expr) -> bool:
