@@ -801,6 +801,8 @@ class _Flow(CallsMixin):
             owner = dotted(target.value)
             if owner is not None and owner in self.env and self.env[owner].what in ("seq", "dict", "tuple"):
                 self.env[owner] = UNKNOWN
+            elif owner is not None and stmt is not None:
+                self._replace_layer(owner, target, val, stmt, self.env.get(owner))  # `model[2] = nn.Linear(8, 3)`
             return
         name = dotted(target)
         if name is None or name.split(".")[0] in self.excluded:
@@ -810,6 +812,8 @@ class _Flow(CallsMixin):
             held = self.env.get(owner) if owner is not None else None
             if owner is not None and held is not None and held.what != "unknown" and not _same_place(held, val):
                 self.env[owner] = replace(held, where=None, fresh=False)
+                if stmt is not None:
+                    self._replace_layer(owner, target, val, stmt, held)
         if val.what == "module" and val.name is not None and val.name != name:
             val = replace(val, fresh=False)  # an alias: moving either name moves both
         if val.what in ("unknown", "str") and value is not None and self.may_be_device(value):
@@ -826,6 +830,14 @@ class _Flow(CallsMixin):
         self.env[name] = replace(val, origin=origin, name=name)
         self.drop_below(name)
         self.own(name)
+
+    def _replace_layer(self, owner: str, target: ast.expr, val: Val, stmt: ast.stmt, held: Val | None) -> None:
+        """``model.fc = nn.Linear(...)`` after ``model.to(device)``: the new layer is on the host, the rest is not."""
+        if held is None or held.what != "module" or held.where != DEVICE or held.wrapper:
+            return
+        if val.what == "module" and val.where == HOST and val.fresh and val.params:
+            part = self.segment(target)
+            self.env[owner] = replace(held, where=HOST, fresh=True, origin=stmt, part=part, moved_at=held.moved_at)
 
     # -- expressions ------------------------------------------------------------------------------------------
 

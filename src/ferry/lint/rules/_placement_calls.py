@@ -584,6 +584,21 @@ class CallsMixin(DevicesMixin):
             return Val("output", first.where, dev=first.dev) if first.what in TENSORISH else UNKNOWN
         on_device = first.where == DEVICE and (first.what in TENSORISH or (first.what == "any" and not first.inplace))
         origin = module.origin
+        if on_device and module.part is not None and origin is not None and not self._moved_after(node.func, origin):
+            where = first.dev or "device"
+            value = origin.value if isinstance(origin, ast.Assign) else None
+            built = short(self.segment(value)) if value is not None else "..."
+            built = built if len(built) <= 40 and not built.endswith("...") else "<the new layer>"
+            moved = f" (line {module.moved_at})" if module.moved_at else ""
+            self.report(
+                "FRY007",
+                origin,
+                f"`{module.part}` is replaced by a layer built on the host after `{callee}` was moved to `{where}`"
+                f"{moved}: `.to()` moved the old layer, not this one, and `{callee}` gets an input on `{where}` at "
+                f"line {line(node)}; fix: move it too (`{module.part} = {built}.to({where})`), or move `{callee}` "
+                "after replacing the layer",
+            )
+            return UNKNOWN
         if on_device and module.fresh and module.params and origin and self._never_moved(node.func, origin):
             where = first.dev or "device"
             targets = origin.targets if isinstance(origin, ast.Assign) else []
@@ -657,7 +672,28 @@ class CallsMixin(DevicesMixin):
         for _ in range(3):  # `raw_model = model`: what is done to an alias is done to the module
             names |= {alias for name in names for alias in aliases.get(name, ())}
         nodes = [n for name in names for n in [*self._escapes().get(name, []), *self._moved_names().get(name, [])]]
-        return not any(self._may_run_before(node, func) and not self._runs_before(node, origin) for node in nodes)
+        inside = {id(n) for n in ast.walk(origin)} if origin is not None else set()  # the statement that built it
+        return not any(
+            self._may_run_before(node, func) and not self._runs_before(node, origin) and id(node) not in inside
+            for node in nodes
+        )
+
+    def _moved_after(self, func: ast.expr, origin: ast.AST) -> bool:
+        """Whether the module called as ``func`` may be moved or handed on after ``origin``.
+
+        Below it, or in a loop around it: a replaced layer is then moved with the rest.
+        """
+        if not isinstance(func, ast.Name) or func.id in self.global_names():
+            return True
+        nodes = [*self._escapes().get(func.id, []), *self._moved_names().get(func.id, [])]
+        loops = [a for a in self.ctx.ancestors(origin) if isinstance(a, ast.For | ast.AsyncFor | ast.While)]
+        inside = {id(n) for n in ast.walk(origin)}
+        for node in nodes:
+            if id(node) in inside:
+                continue
+            if line(node) > line(origin) or any(any(n is node for n in ast.walk(loop)) for loop in loops):
+                return True
+        return False
 
     def _aliases(self) -> dict[str, set[str]]:
         """``alias = name`` statements of this scope: for each name, the names bound to it."""

@@ -126,6 +126,8 @@ class Val:
         inplace: The device is known only from ``x.to(device)`` as a statement on a value of unknown kind.
         wrapper: ``nn.DataParallel``/``DistributedDataParallel`` around a module: it moves its inputs itself, and
             its outputs are where the wrapped module is.
+        part: A module moved to the device whose layer ``part`` (``model.fc``, ``model[2]``) was then replaced by
+            one built on the host: its other layers are on the device, that one is not.
     """
 
     what: str = "unknown"
@@ -143,6 +145,7 @@ class Val:
     weight: ast.expr | None = None
     inplace: bool = False
     wrapper: bool = False
+    part: str | None = None
 
 
 UNKNOWN = Val()
@@ -199,6 +202,7 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         weight=a.weight if a.weight is b.weight else None,
         inplace=a.inplace or b.inplace,
         wrapper=a.wrapper or b.wrapper,
+        part=a.part if a.part == b.part else None,
     )
 
 
