@@ -244,6 +244,41 @@ def _same_place(owner: Val, val: Val) -> bool:
     return owner.what == "module" and val.what in ("module", *TENSORISH) and val.where == owner.where == HOST
 
 
+#: Methods that may move a module or change where its tensors are.
+_CHANGING = MOVES | {"load_state_dict", "apply", "_apply"}
+
+
+def _instance_uses(cls: ast.ClassDef, init: ast.AST) -> tuple[set[str], set[str]]:
+    """The ``self.<attr>`` that methods other than ``init`` rebind, and those they may move or hand on.
+
+    Every attribute counts as handed on when a method hands ``self`` to a call.
+    """
+    rebound: set[str] = set()
+    handled: set[str] = set()
+    everything = False
+    for method in cls.body:
+        if method is init or not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+                if isinstance(node.ctx, ast.Store | ast.Del):
+                    rebound.add(node.attr)
+            elif isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr in _CHANGING:
+                    owner = func.value
+                    if isinstance(owner, ast.Attribute) and dotted(owner.value) == "self":
+                        handled.add(owner.attr)
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    if isinstance(arg, ast.Name) and arg.id == "self":
+                        everything = True
+                    elif isinstance(arg, ast.Attribute) and dotted(arg.value) == "self":
+                        handled.add(arg.attr)
+    if everything:
+        handled |= {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and dotted(n.value) == "self"}
+    return rebound, handled
+
+
 def _may_report(source: str) -> bool:
     """Whether ``source`` can hold a finding: every one needs torch and a value put on a device."""
     return "torch" in source and any(word in source for word in _DEVICE_WORDS)
@@ -274,6 +309,7 @@ class _Flow(CallsMixin):
         self._busy: set[str] = set()
         self._globals: set[str] | None = None
         self._handled: set[str] | None = None
+        self._instances: dict[ast.ClassDef, dict[str, Val]] = {}
         self._owners: set[str] = set()  # the heads of the dotted names bound in this scope (`self` of `self.x`)
         #: functions of the file whose parameters take the values their callers pass (see :meth:`_local`)
         self.local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = local_functions(ctx)
@@ -326,6 +362,9 @@ class _Flow(CallsMixin):
                     for name, val in seen.items():
                         if name not in local and name not in params:
                             params[name] = val
+                cls = self.ctx.enclosing_class(func)
+                if cls is not None and func in cls.body and func.name != "__init__" and "self" in params:
+                    params.update(self.instance_attributes(cls))  # `self.device`, `self.model` from `__init__`
                 self._scope(func, func.body, params, frozenset(declared.get(func, ())))
             done.add(func)
         return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
@@ -546,6 +585,70 @@ class _Flow(CallsMixin):
         self._owners = set()
         with suppress(RecursionError):  # absurdly nested code: stop reading this scope
             self._block(body)
+
+    def instance_attributes(self, cls: ast.ClassDef) -> dict[str, Val]:
+        """``self.<attr>`` of a plain class (not an ``nn.Module``) as ``__init__`` leaves them, for its other methods.
+
+        Only attributes that no other method rebinds; a module or tensor also only when no other method moves it,
+        hands it to a call or hands ``self`` on (the order in which methods run is not known). Devices, modules
+        and tensors only.
+        """
+        if cls in self._instances:
+            return self._instances[cls]
+        self._instances[cls] = {}
+        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if init is None or self.ctx.kinds.class_is_module(cls.name) or self.depth >= 2:
+            return {}
+        reader = _Flow(self.ctx)
+        reader.local_functions = self.local_functions
+        reader.seeds = self.seeds
+        reader.depth = self.depth + 1
+        reader.returns = []  # read for its values: reports nothing
+        reader._classes = self._classes
+        params = {a.arg: UNKNOWN for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
+        params.update({k: v for k, v in (self.seeds or {}).items() if k not in bound_names(init)})
+        params.update(self._constructed_with(cls, init, reader))
+        reader._scope(init, init.body, params, frozenset())
+        rebound, handled = _instance_uses(cls, init)
+        moved_locals = any(  # `self.model = model; model.to(device)`: a local moved after it was kept
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in _CHANGING
+            and isinstance(n.func.value, ast.Name)
+            for n in ast.walk(init)
+        )
+        found: dict[str, Val] = {}
+        for name, val in reader.env.items():
+            head, _, attr = name.partition(".")
+            if head != "self" or "." in attr or attr in rebound:
+                continue
+            if val.what == "module" and val.fresh and moved_locals:
+                continue
+            if val.what == "device" or (val.what in ("module", *TENSORISH) and attr not in handled):
+                found[name] = val
+        self._instances[cls] = found
+        return found
+
+    def _constructed_with(self, cls: ast.ClassDef, init: ast.FunctionDef, reader: _Flow) -> dict[str, Val]:
+        """``__init__`` 's parameters as the file's one construction of the class passes them: ``Trainer(Net())``.
+
+        Read with the module's globals; nothing when the class is built more than once or with ``*args``.
+        """
+        sites = [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == cls.name]
+        if len(sites) != 1:
+            return {}
+        site = sites[0]
+        if any(isinstance(a, ast.Starred) for a in site.args) or any(k.arg is None for k in site.keywords):
+            return {}
+        names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after `self`
+        reader.env = dict(self.seeds or {})
+        given: dict[str, Val] = {}
+        for name, arg in zip(names, site.args, strict=False):
+            given[name] = replace(reader.ev(arg), origin=None, name=None)
+        for keyword in site.keywords:
+            if keyword.arg is not None:
+                given[keyword.arg] = replace(reader.ev(keyword.value), origin=None, name=None)
+        return {k: v for k, v in given.items() if v.what in ("module", "device", *TENSORISH)}
 
     def _parameter(self, arg: ast.arg) -> Val:
         if arg.annotation is not None:

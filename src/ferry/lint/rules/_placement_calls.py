@@ -95,6 +95,7 @@ class CallsMixin(DevicesMixin):
         def global_names(self) -> set[str]: ...
         def drop_below(self, name: str) -> None: ...
         def own(self, name: str) -> None: ...
+        def instance_attributes(self, cls: ast.ClassDef) -> dict[str, Val]: ...
 
     def call(self, node: ast.Call, top: bool) -> Val:
         """Evaluate a call (``top``: it is a statement of its own)."""
@@ -663,6 +664,10 @@ class CallsMixin(DevicesMixin):
         ``origin``: the statement that built the module. In the module's own code, moves and hand-offs that can
         only run before it (higher up, outside any loop around it) concern an older value of the name.
         """
+        if isinstance(func, ast.Attribute) and dotted(func.value) == "self":
+            cls = self.ctx.enclosing_class(func)
+            instance = self.instance_attributes(cls) if cls is not None else {}
+            return f"self.{func.attr}" in instance and not self._moved_names().get(f"self.{func.attr}")
         if not isinstance(func, ast.Name):
             return False
         if func.id in self.global_names():
