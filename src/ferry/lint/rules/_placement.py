@@ -530,7 +530,8 @@ class _Flow(CallsMixin):
             )
             for other in vals[1:]:
                 result = join(result, other, decides)
-            result = replace(result, origin=None, name=None)
+            origin = result.origin if result.part is not None else None  # a replaced layer: reported where it was
+            result = replace(result, origin=origin, name=None)
         self._returned_memo[key] = result
         return result
 
@@ -597,7 +598,7 @@ class _Flow(CallsMixin):
             return self._instances[cls]
         self._instances[cls] = {}
         init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-        if init is None or self.ctx.kinds.class_is_module(cls.name) or self.depth >= 2:
+        if init is None or not self._plain_class(cls) or self.depth >= 2:
             return {}
         reader = _Flow(self.ctx)
         reader.local_functions = self.local_functions
@@ -628,6 +629,22 @@ class _Flow(CallsMixin):
                 found[name] = val
         self._instances[cls] = found
         return found
+
+    def _plain_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
+        """Whether ``cls`` is known not to be an ``nn.Module``: no base but ``object`` or plain classes of the file.
+
+        A base from elsewhere (``PreTrainedModel``, a mixin) may be a module, whose attributes ``.to()`` moves.
+        """
+        if depth > 5 or cls.keywords:
+            return False
+        for base in cls.bases:
+            name = dotted(base)
+            if name == "object":
+                continue
+            inner = self.ctx.kinds.classes.get(name or "")
+            if inner is None or not self._plain_class(inner, depth + 1):
+                return False
+        return True
 
     def _constructed_with(self, cls: ast.ClassDef, init: ast.FunctionDef, reader: _Flow) -> dict[str, Val]:
         """``__init__`` 's parameters as the file's one construction of the class passes them: ``Trainer(Net())``.

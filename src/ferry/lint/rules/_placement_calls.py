@@ -771,6 +771,8 @@ class CallsMixin(DevicesMixin):
                     continue
                 if isinstance(parent, ast.Attribute) and parent.attr in SAFE_MODULE_USES:
                     continue
+                if isinstance(parent, ast.Attribute) and _reads_a_layer(self.ctx, parent):
+                    continue  # `model.classifier.parameters()`: reading a layer's parameters
                 if isinstance(parent, ast.Attribute) and self.reading_method(parent.attr):
                     continue
                 if isinstance(parent, ast.Attribute) and parent.attr in MOVES and parent.attr != "type":
@@ -808,6 +810,20 @@ class CallsMixin(DevicesMixin):
     def reading_method(self, name: str) -> bool:
         """Whether ``name`` is a method of the file's module classes that leaves its module where it is."""
         return _reading_method(self.ctx, name)
+
+
+def _reads_a_layer(ctx: FileContext, attribute: ast.Attribute) -> bool:
+    """``model.fc.parameters()``, ``model.encoder.layer.weight``: a chain of attributes that ends in a harmless read."""
+    top: ast.AST = attribute
+    above = ctx.parent(top)
+    while isinstance(above, ast.Attribute):
+        top, above = above, ctx.parent(above)
+    assert isinstance(top, ast.Attribute)
+    if top is attribute or top.attr not in SAFE_MODULE_USES - {"load_state_dict", "apply"}:
+        return False
+    if isinstance(above, ast.Assign):
+        return top not in above.targets  # `model.fc.weight = ...` changes it
+    return not (isinstance(above, ast.AugAssign) and above.target is top)
 
 
 def _assigns_state(node: ast.Call) -> bool:

@@ -295,7 +295,23 @@ class Flow:
             if how is not None:
                 found[name] = how
         found.update((name, "passed") for name in self._passed_tensors(func) if name not in found)
+        if not found and func.name == "forward" and self._in_module_method(func.body[0]):
+            first = [a for a in [*func.args.posonlyargs, *func.args.args][1:2] if a.annotation is None]
+            found.update((a.arg, "forward") for a in first)  # `def forward(self, x)`: the module's input
         return found
+
+    def _computed_from_inputs(self, name: ast.Name, inputs: dict[str, str]) -> bool:
+        """Whether ``name`` holds what a method or layer of the module returns for an input (``h = self.enc(x)``)."""
+        bound = binding(self.ctx, name.id, name)
+        if bound is None:
+            return False
+        source = bound.source
+        if source[0] == "project" and isinstance(source[1], tuple):
+            source = source[1]
+        value = source[1] if source[0] == "expr" else None
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and _self_chain(value.func)):
+            return False
+        return any(isinstance(a, ast.Name) and a.id in inputs for a in value.args)
 
     def _passed_tensors(self, func: ast.AST) -> list[str]:
         """Parameters of a module's method that its own methods call it with tensors: ``self.reparameterize(mu, lv)``.
@@ -322,6 +338,8 @@ class Flow:
                 layer = isinstance(arg, ast.Call) and _submodule(arg.func)
                 if layer or (isinstance(arg, ast.Name) and arg.id in given):
                     passed.add(params[index])
+                elif given and isinstance(arg, ast.Name) and self._computed_from_inputs(arg, given):
+                    passed.add(params[index])  # `mu, logvar = self.encode(x)`: what the module computes from x
         return sorted(passed)
 
     @cached_property

@@ -4,7 +4,8 @@
 Finds models used for prediction in the wrong autograd or module mode, in these shapes:
 
 - weights loaded (``model.load_state_dict(...)``, or a whole model from ``torch.load``/``torch.jit.load``) and the
-  model then called (``model(x)``, ``model.forward/inference/predict(x)``) with no ``model.eval()`` in between,
+  model then called (``model(x)``, ``model.forward/inference/predict(x)``, or handed to a function of the file that
+  only predicts with it: calls it, never switches its mode, does not train) with no ``model.eval()`` in between,
   in code that does not train (no ``backward()``/``optimizer.step()`` in the function) and never calls
   ``model.train()``;
 - a model switched to ``eval()`` and then called in a loop whose outputs are kept (``outs.append(model(x))``)
@@ -364,6 +365,14 @@ def _loaded_without_eval(facts: _Facts) -> Iterator[Finding]:
             if not before(load, call) or exclusive(ctx, load, call):
                 continue
             if any(dotted(arg) == name for arg in [*call.args, *(k.value for k in call.keywords)]):
+                helper = _predicting_helper(facts, call, name)
+                if helper is not None:
+                    yield Finding(
+                        call,
+                        message=f"`{name}` is handed to `{helper}` for prediction after its weights are loaded (line "
+                        f"{getattr(load, 'lineno', 0)}), and neither switches it to eval mode: dropout stays active "
+                        f"and batch norm uses batch statistics; fix: call `{name}.eval()` first",
+                    )
                 break  # handed to another function, which may switch the mode
             if not _is_model_call(call, name):
                 continue
@@ -378,6 +387,33 @@ def _loaded_without_eval(facts: _Facts) -> Iterator[Finding]:
                 f"`{name}.eval()` first",
             )
             break
+
+
+def _predicting_helper(facts: _Facts, call: ast.Call, name: str) -> str | None:
+    """The name of the file's function ``call`` runs, when it only predicts with the model passed as ``name``.
+
+    It calls that parameter (``model(x)``, ``model.predict(x)``), never switches its mode, hands it to no other call
+    and does not train.
+    """
+    if not isinstance(call.func, ast.Name):
+        return None
+    func = local_functions(facts.ctx).get(call.func.id)
+    if func is None or facts.trains(func, with_losses=True):
+        return None
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    param = next((params[i] for i, arg in enumerate(call.args[: len(params)]) if dotted(arg) == name), None)
+    if param is None:
+        param = next((k.arg for k in call.keywords if dotted(k.value) == name and k.arg in params), None)
+    if param is None:
+        return None
+    predicts = False
+    for inner in facts.calls(func):
+        if _switches_mode(inner, param) or any(
+            dotted(a) == param for a in [*inner.args, *(k.value for k in inner.keywords)]
+        ):
+            return None
+        predicts = predicts or _is_model_call(inner, param)
+    return func.name if predicts else None
 
 
 # -- shape 2: eval() but no no_grad, outputs kept --------------------------------------------------------------------
