@@ -526,3 +526,43 @@ def test_batchnorm_model_with_a_loss_under_no_grad_is_reported_and_sampling_is_n
     assert loss.dim() == 0
     line = test_batchnorm_model_with_a_loss_under_no_grad_is_reported_and_sampling_is_not.__code__.co_firstlineno
     assert [("inference-in-train-mode", line + 18)] == [(f.kind, f.where.line) for f in report.findings]
+
+
+class _PlainLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.trunk = nn.Linear(4, 4)
+        self.heads = [nn.Linear(4, 2), nn.Linear(4, 3)]  # a plain list: model.to() never reaches these
+
+    def forward(self, x):
+        h = self.trunk(x)
+        return [head(h) for head in self.heads]
+
+
+class _PlainTensor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        table = torch.zeros(16, 4)
+        self.pe = table.unsqueeze(0)  # a plain attribute, not a buffer
+
+    def forward(self, x):
+        return self.proj(x) + self.pe[:, : x.size(1)]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_a_layer_in_a_plain_list_gets_the_module_list_fix():
+    with ferry.sanitize(pretend="cuda"):
+        model = _PlainLayers().to("cuda")
+        with pytest.raises(ferry.DeviceMismatchError) as caught:
+            model(torch.randn(2, 4, device="cuda"))
+    assert caught.value.fix.startswith("self.heads = nn.ModuleList([...])  # in _PlainLayers.__init__")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_a_plain_tensor_attribute_gets_the_register_buffer_fix():
+    with ferry.sanitize(pretend="cuda"):
+        model = _PlainTensor().to("cuda")
+        with pytest.raises(ferry.DeviceMismatchError) as caught:
+            model(torch.randn(1, 3, 4, device="cuda"))
+    assert caught.value.fix.startswith('self.register_buffer("pe", ...)  # in _PlainTensor.__init__')

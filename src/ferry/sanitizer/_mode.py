@@ -353,9 +353,24 @@ class SanitizerMode(TorchFunctionMode):
             if t.device == expected or (t.device.type == "cpu" and t.dim() == 0):
                 continue
             own = self.modules.tensor_name(t)
+            holder = self.modules.unregistered_holder() if own is not None else None
+            if holder is not None:  # a layer kept in a plain list or dict: `.to()` never reaches it
+                owner, attr = holder.split(".", 1)
+                return (
+                    f"self.{attr} = nn.ModuleList([...])  # in {owner}.__init__ (nn.ModuleDict for a dict): layers "
+                    f"in a plain list or dict attribute are not registered, so model.to() "
+                    "never moves them"
+                )
             if own is not None:  # a parameter or buffer (a loss's weight): moving a variable would not move it
                 module = self.modules.root_name or "model"
                 return f"{module}.to({to})  # {own} is a parameter or buffer of it: move the whole module"
+            plain = self.modules.plain_attribute(t)
+            if plain is not None:  # `self.pe = torch.zeros(...)` in __init__: not a buffer, so `.to()` skips it
+                owner, attr = plain.split(".", 1)
+                return (
+                    f'self.register_buffer("{attr}", ...)  # in {owner}.__init__ instead of `self.{attr} = ...`: a '
+                    "plain tensor attribute is not moved by model.to()"
+                )
             if id(t) in user_names:
                 return f"{name} = {name}.to({to})"
             return f"tensor = tensor.to({to})  # {name}"

@@ -93,6 +93,32 @@ class ModuleStack:
                 return str(name)
         return type(current).__name__
 
+    def unregistered_holder(self) -> str | None:
+        """``Model.heads``: the plain list, tuple or dict attribute of a running module that holds the innermost one.
+
+        ``None`` when the innermost module is registered in the outermost one (``named_modules()`` finds it), or no
+        running module keeps it in a plain container.
+        """
+        if len(self.stack) < 2:
+            return None
+        root, current = self.stack[0], self.stack[-1]
+        if any(module is current for module in root.modules()):
+            return None
+        for owner in reversed(self.stack[:-1]):
+            for attr, value in vars(owner).items():
+                items = value.values() if isinstance(value, dict) else value
+                if isinstance(value, list | tuple | dict) and any(item is current for item in items):
+                    return f"{type(owner).__name__}.{attr}"
+        return None
+
+    def plain_attribute(self, tensor: torch.Tensor) -> str | None:
+        """``PositionalEncoding.pe``: a running module's plain tensor attribute (not a parameter or buffer)."""
+        for owner in reversed(self.stack):
+            for attr, value in vars(owner).items():
+                if value is tensor or (isinstance(value, torch.Tensor) and _same_storage(value, tensor)):
+                    return f"{type(owner).__name__}.{attr}"
+        return None
+
     def parameter_device(self) -> torch.device | None:
         """The device of the innermost running module's first parameter (or buffer), or ``None``."""
         module = self.current
@@ -114,3 +140,13 @@ class ModuleStack:
             if value is tensor:
                 return f"{path}.{name}" if path else name
         return None
+
+
+def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``b`` is ``a`` or a view of it (``self.pe[:, :n]``): the same memory on the same device."""
+    if a.device != b.device or a.is_meta or b.is_meta:
+        return False
+    try:
+        return bool(a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() and a.numel() > 0)
+    except (RuntimeError, NotImplementedError):  # tensors without storage (sparse, some subclasses)
+        return False
