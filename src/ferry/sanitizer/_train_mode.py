@@ -49,8 +49,13 @@ def active_layers(module: nn.Module) -> list[str]:
         if (isinstance(layer, nn.modules.dropout._DropoutNd) and layer.p > 0) or isinstance(
             layer, nn.modules.batchnorm._BatchNorm
         ):
-            found.append(name or type(layer).__name__)
+            found.append(_label(name, layer))
     return found
+
+
+def _label(name: str, layer: nn.Module) -> str:
+    """``Dropout `head.3```, or the class alone for the model itself: a child named ``3`` is not three of them."""
+    return f"{type(layer).__name__} `{name}`" if name else type(layer).__name__
 
 
 class TrainModeWatch:
@@ -105,7 +110,7 @@ class TrainModeWatch:
     def _after_training(self, module: nn.Module) -> None:
         self._trained.discard(module)  # once per training phase
         dropout = [
-            name or type(layer).__name__
+            _label(name, layer)
             for name, layer in module.named_modules()
             if layer.training and isinstance(layer, nn.modules.dropout._DropoutNd) and layer.p > 0
         ]
@@ -114,7 +119,7 @@ class TrainModeWatch:
             return
         if not dropout:
             norms = [
-                name or type(layer).__name__
+                _label(name, layer)
                 for name, layer in module.named_modules()
                 if layer.training
                 and isinstance(layer, nn.modules.batchnorm._BatchNorm)
