@@ -566,3 +566,20 @@ def test_a_plain_tensor_attribute_gets_the_register_buffer_fix():
         with pytest.raises(ferry.DeviceMismatchError) as caught:
             model(torch.randn(1, 3, 4, device="cuda"))
     assert caught.value.fix.startswith('self.register_buffer("pe", ...)  # in _PlainTensor.__init__')
+
+
+def test_a_cpu_factory_moved_on_the_line_that_makes_it_is_not_reported():
+    class Positions(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, x):
+            positions = torch.arange(x.size(1)).to(x.device)  # made on the CPU, moved at once: as FRY005 lets pass
+            offsets = torch.ones(x.size(1)).type_as(x)
+            return self.proj(x) + positions[None, :, None] + offsets[None, :, None]
+
+    model = Positions().to("meta")
+    with ferry.sanitize() as report:
+        model(torch.randn(2, 3, 4, device="meta"))
+    assert [f.kind for f in report.findings if f.kind == "device-less-tensor-in-forward"] == []

@@ -8,6 +8,7 @@ frames, names and messages are only worked out once something is wrong.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -398,6 +399,8 @@ class SanitizerMode(TorchFunctionMode):
         own = self.modules.parameter_device()
         if own is None or own.type == "cpu":
             return
+        if _moved_where_made(func, where.text):
+            return  # `torch.arange(n).to(x.device)`: moved where it is made, as `ferry lint` (FRY005) lets pass
         path = self.modules.path()
         module = f"`{path}`" if path else type(self.modules.current).__name__
         layer = _layer_being_built()
@@ -415,6 +418,14 @@ class SanitizerMode(TorchFunctionMode):
                 f"the module's tensors. Create it on the input's device: `{_op(func)}(..., device=x.device)`."
             )
         self.emit("device-less-tensor-in-forward", where, message, None, frame)
+
+
+def _moved_where_made(func: Any, text: str) -> bool:
+    """Whether the line that called the factory ``func`` moves its result at once: ``torch.zeros(n).to(x.device)``."""
+    name = getattr(func, "__name__", "")
+    if not name or not text:
+        return False
+    return re.search(rf"\b{re.escape(name)}\(.*\)\s*\.(to|cuda|type_as)\(", text) is not None
 
 
 def _layer_being_built() -> str | None:
