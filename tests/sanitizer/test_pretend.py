@@ -436,3 +436,22 @@ def test_only_torch_save_records_locations_so_no_stale_address_tags_a_later_save
     torch.save(torch.zeros(3), buffer)  # a later CPU save is a CPU save
     buffer.seek(0)
     assert torch.device("cpu") == torch.load(buffer).device
+
+
+def test_pytorchs_own_warnings_point_at_the_users_line():
+    import warnings
+
+    shown: list[tuple[str, int]] = []
+    original = warnings.showwarning
+    warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: shown.append(
+        (filename, lineno)
+    )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            with pretend_cuda():
+                torch.add(torch.ones(2), torch.ones(2), out=torch.empty(1))  # PyTorch warns: the output is resized
+    finally:
+        warnings.showwarning = original
+    line = test_pytorchs_own_warnings_point_at_the_users_line.__code__.co_firstlineno + 12
+    assert shown == [(__file__, line)]

@@ -60,6 +60,14 @@ def user_frame(depth: int = 1) -> FrameType | None:
     return frame
 
 
+def user_frame_above(frame: FrameType) -> FrameType | None:
+    """Return the innermost frame outside torch and ferry that called ``frame``."""
+    above = frame.f_back
+    while above is not None and is_library(above.f_code):
+        above = above.f_back
+    return above
+
+
 def source_line(frame: FrameType) -> SourceLine:
     """Return the file, line number and text that ``frame`` is running."""
     filename, lineno = frame.f_code.co_filename, frame.f_lineno or 0

@@ -71,6 +71,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import types
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -80,6 +81,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from ferry.errors import ArgumentError
+from ferry.sanitizer._frames import _FERRY_DIR, user_frame, user_frame_above
 from ferry.sanitizer.pretend._tensor import (
     SAVED_LOCATIONS,
     SAVING,
@@ -851,6 +853,28 @@ def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Calla
     return pretend_load
 
 
+def _at_the_users_line(show: Callable[..., None]) -> Callable[..., None]:
+    """``warnings.showwarning`` that moves a warning raised inside ferry's frames to the user's line."""
+
+    def located(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        if filename.startswith(_FERRY_DIR):
+            frame = user_frame()
+            while frame is not None and frame.f_code.co_filename == warnings.__file__:  # `warn` itself
+                frame = user_frame_above(frame)
+            if frame is not None:
+                filename, lineno, line = frame.f_code.co_filename, frame.f_lineno or 0, None
+        show(message, category, filename, lineno, file, line)
+
+    return located
+
+
 @contextlib.contextmanager
 def pretend_cuda(device_count: int = 1) -> Iterator[None]:
     """Pretend this machine has ``device_count`` CUDA GPUs, for the duration of the ``with`` block.
@@ -912,6 +936,8 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
         (torch.backends.cudnn, "is_acceptable", lambda tensor: False),  # no cuDNN here, and no warning about it
     ]
     patches.append((torch.nn.Module, "_apply", _swapping(torch.nn.Module._apply)))
+    # PyTorch's own warnings (TORCH_WARN) point at the innermost Python frame: under the pretend mode that is ours
+    patches.append((warnings, "showwarning", _at_the_users_line(warnings.showwarning)))
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     default_device = torch.utils._device.CURRENT_DEVICE
     try:
