@@ -64,6 +64,7 @@ from ferry.lint.rules._placement_values import (
     DEVICE,
     HARMLESS_CONTEXTS,
     HOST,
+    NONE,
     NUMBER,
     OTHER,
     SAME_DEVICE_ATTRIBUTES,
@@ -277,6 +278,22 @@ def _instance_uses(cls: ast.ClassDef, init: ast.AST) -> tuple[set[str], set[str]
     if everything:
         handled |= {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and dotted(n.value) == "self"}
     return rebound, handled
+
+
+#: Words of a flag that chooses the device at run time (``args.cuda``, ``use_gpu``, ``args.accel``, ``no_mps``).
+_FLAG_WORDS = ("cuda", "gpu", "accel", "mps", "xpu", "cpu")
+
+
+def _device_flag(test: ast.AST) -> bool:
+    """``if args.accel:``, ``if use_cuda and not args.cpu:``: a flag the user sets, naming a device."""
+    node = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else test
+    parts = node.values if isinstance(node, ast.BoolOp) else [node]
+    for part in parts:
+        inner = part.operand if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not) else part
+        name = dotted(inner) if isinstance(inner, ast.Name | ast.Attribute) else None
+        if name is not None and any(word in name.rsplit(".", 1)[-1].lower() for word in _FLAG_WORDS):
+            return True
+    return False
 
 
 def _may_report(source: str) -> bool:
@@ -756,8 +773,9 @@ class _Flow(CallsMixin):
             head = f"{head}.{part}"
 
     def _available_test(self, test: ast.AST) -> bool:
+        """Whether ``test`` chooses the device: asks for availability, or is a device flag (``if args.accel:``)."""
         if test not in self._available:
-            self._available[test] = self.ctx.mentions_availability(test)
+            self._available[test] = self.ctx.mentions_availability(test) or _device_flag(test)
         return self._available[test]
 
     def _if(self, stmt: ast.If) -> bool:
@@ -968,7 +986,9 @@ class _Flow(CallsMixin):
         """
         if isinstance(node, ast.Constant):
             value = node.value
-            if isinstance(value, bool) or value is None:
+            if value is None:
+                return NONE
+            if isinstance(value, bool):
                 return OTHER
             if isinstance(value, int | float | complex):
                 return NUMBER

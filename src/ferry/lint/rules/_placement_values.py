@@ -107,9 +107,9 @@ class Val:
 
     Attributes:
         what: ``"tensor"``, ``"output"`` (what a module returned), ``"module"``, ``"any"`` (moved, kind unknown),
-            ``"device"``, ``"seq"``, ``"dict"``, ``"tuple"``, ``"number"``, ``"str"``, ``"other"``, ``"dataset"``
-            (a ``TensorDataset``), ``"loader"`` (a ``DataLoader``), ``"batch"`` (what iterating a loader gives: a
-            tensor or a tuple, list or dict of tensors) or ``"unknown"``.
+            ``"device"``, ``"seq"``, ``"dict"``, ``"tuple"``, ``"number"``, ``"str"``, ``"none"``, ``"other"``,
+            ``"dataset"`` (a ``TensorDataset``), ``"loader"`` (a ``DataLoader``), ``"batch"`` (what iterating a
+            loader gives: a tensor or a tuple, list or dict of tensors) or ``"unknown"``.
         where: :data:`HOST`, :data:`DEVICE` or ``None`` (unknown).
         origin: The statement that bound it (reported instead of the use, so the fix goes where the value is made).
         name: The name it was bound to, for messages.
@@ -152,6 +152,9 @@ UNKNOWN = Val()
 NUMBER = Val("number")
 STRING = Val("str")
 OTHER = Val("other")
+#: ``None``: a name that holds ``None`` on some paths and a tensor on others is that tensor where it is used
+#: (``state = None if done else torch.tensor(obs, device=device)``; code that uses it when ``None`` fails anyway).
+NONE = Val("none")
 
 
 def agree(vals: Iterable[Val]) -> Val:
@@ -174,6 +177,10 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
     torch.cuda.is_available(): x = x.cuda()`` moves to the chosen device), unknown otherwise.
     """
     if a is b or a == b:
+        return a
+    if a.what == "none":
+        return b
+    if b.what == "none":
         return a
     if a.what != b.what and not {a.what, b.what} <= {"tensor", "output", "any"}:
         return UNKNOWN
