@@ -79,6 +79,19 @@ def test_mutated_files_raise_only_ferry_errors(tmp_path: Path, kind: str, mutati
             call()
 
 
+@pytest.mark.parametrize(
+    "opcode", [pickle.BINBYTES8, pickle.BINUNICODE8, pickle.BYTEARRAY8], ids=["BINBYTES8", "BINUNICODE8", "BYTEARRAY8"]
+)
+def test_a_huge_declared_length_in_a_pickle_is_a_ferry_error(tmp_path: Path, opcode: bytes) -> None:
+    # found by the fuzz test above: a flipped byte made an 8-byte length field (2**60 bytes); reading it once raised
+    # MemoryError
+    path = tmp_path / "huge.bin"
+    path.write_bytes(b"\x80\x04" + opcode + (2**60).to_bytes(8, "little") + b"abc.")
+    for call in (lambda: ferry.load(path), lambda: ferry.verify(path), lambda: ferry.load(path, trusted=True)):
+        with pytest.raises(ferry.FerryError):
+            call()
+
+
 def test_the_originals_load(tmp_path: Path) -> None:
     for kind in KINDS:
         path = tmp_path / f"{kind}.bin"

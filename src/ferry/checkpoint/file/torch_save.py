@@ -87,6 +87,30 @@ class _Scan:
 _ZIP_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError, KeyError)
 
 
+class _Bounded:
+    """A reader over ``stream`` that never asks for more bytes than are left.
+
+    A damaged length field in a pickle (``BINBYTES8`` of 2**60 bytes) then reads short, which ``pickletools`` reports
+    as ``ValueError``, instead of allocating the declared size first (``MemoryError``).
+    """
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        here = stream.tell()
+        self._end = stream.seek(0, io.SEEK_END)
+        stream.seek(here)
+
+    def read(self, size: int = -1) -> bytes:
+        left = max(0, self._end - self._stream.tell())
+        return self._stream.read(left if size < 0 else min(size, left))
+
+    def readline(self) -> bytes:
+        return self._stream.readline()
+
+    def tell(self) -> int:
+        return self._stream.tell()
+
+
 def _scan(stream: BinaryIO, limit: int = _SCAN_OPCODES) -> _Scan:
     """Read one pickle's opcodes from ``stream`` (left after its STOP) without running any of them.
 
@@ -101,7 +125,7 @@ def _scan(stream: BinaryIO, limit: int = _SCAN_OPCODES) -> _Scan:
     memo: dict[int, object] = {}
     pushed: list[object] = []  # the values pushed, as far as a STACK_GLOBAL needs them (strings), else None
     values: list[object] = []
-    for count, (opcode, arg, _) in enumerate(pickletools.genops(stream), 1):
+    for count, (opcode, arg, _) in enumerate(pickletools.genops(_Bounded(stream)), 1):
         name = opcode.name
         newest = max(newest, opcode.proto)
         number = arg if isinstance(arg, int) else 0
