@@ -25,7 +25,7 @@ import zipfile
 from _compat_pickle import IMPORT_MAPPING, NAME_MAPPING
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import torch
 
@@ -125,7 +125,7 @@ def _scan(stream: BinaryIO, limit: int = _SCAN_OPCODES) -> _Scan:
     memo: dict[int, object] = {}
     pushed: list[object] = []  # the values pushed, as far as a STACK_GLOBAL needs them (strings), else None
     values: list[object] = []
-    for count, (opcode, arg, _) in enumerate(pickletools.genops(_Bounded(stream)), 1):
+    for count, (opcode, arg, _) in enumerate(pickletools.genops(cast("BinaryIO", _Bounded(stream))), 1):
         name = opcode.name
         newest = max(newest, opcode.proto)
         number = arg if isinstance(arg, int) else 0
