@@ -116,6 +116,35 @@ def test_attention_with_dropout_and_a_causal_mask_runs_as_on_a_gpu() -> None:
             encoder(x, mask=nn.Transformer.generate_square_subsequent_mask(5))  # so is a CPU mask
 
 
+def test_backward_formulas_that_make_temporaries_run_as_on_a_gpu() -> None:
+    # a spatial transformer: affine_grid's backward builds its base grid with grad.options(), which is cuda on a GPU
+    with pretend_cuda():
+        theta = torch.randn(2, 2, 3, device="cuda", requires_grad=True)
+        x = torch.randn(2, 1, 8, 8, device="cuda", requires_grad=True)
+        grid = F.affine_grid(theta, list(x.size()), align_corners=False)
+        F.grid_sample(x, grid, align_corners=False).sum().backward()
+        assert (CUDA0, CUDA0) == (theta.grad.device, x.grad.device)
+
+
+class _CPUInBackward(torch.autograd.Function):
+    """A user's autograd.Function whose backward adds a CPU tensor: it fails on a GPU, so it fails here."""
+
+    @staticmethod
+    def forward(ctx, x):  # type: ignore[no-untyped-def]
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[no-untyped-def]
+        return grad + torch.ones(grad.shape)
+
+
+def test_a_users_backward_that_mixes_devices_still_raises() -> None:
+    with pretend_cuda():
+        x = torch.randn(3, device="cuda", requires_grad=True)
+        with pytest.raises(RuntimeError, match=MISMATCH):
+            _CPUInBackward.apply(x).sum().backward()
+
+
 @pytest.mark.parametrize("device_count", [1, 2])
 def test_data_parallel_trains_on_pretend_gpus(device_count: int) -> None:
     with pretend_cuda(device_count=device_count):

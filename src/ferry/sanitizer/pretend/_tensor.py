@@ -223,6 +223,18 @@ def _wrap_output(x: Any, device: torch.device, by_id: dict[int, torch.Tensor]) -
     return PretendTensor(x, device)
 
 
+def _in_native_backward() -> bool:
+    """Whether this thread runs the backward of one of PyTorch's own ops (not a user's ``autograd.Function``).
+
+    Backward formulas such as ``affine_grid_generator_backward`` make temporaries with ``grad.options()``: on a GPU
+    those are on the gradient's device, here the wrapper's C++ device says ``cpu``. Every tensor a native backward
+    gets was checked when its forward ran, so inside one a CPU temporary takes the pretend device (as inside
+    :func:`own_temporaries`). A user's ``autograd.Function.backward`` is checked as any other code.
+    """
+    node = torch._C._current_autograd_node()
+    return node is not None and not isinstance(node, torch.autograd.function.BackwardCFunction)
+
+
 def device_of(t: torch.Tensor) -> torch.device:
     """The device ``t`` reports: its pretend device, or its real one for an ordinary tensor."""
     return t._pretend_device if isinstance(t, PretendTensor) else t.device
@@ -257,7 +269,7 @@ def result_device(func: Any, flat_args: list[Any]) -> torch.device:
     if func in _CONVOLUTIONS:
         _check_convolution(tensors)
     common = next((d for d in devices if d.type != "cpu"), _CPU)
-    if func not in _CROSS_DEVICE_OPS and not getattr(_COMPOSITE, "depth", 0):
+    if func not in _CROSS_DEVICE_OPS and not getattr(_COMPOSITE, "depth", 0) and not _in_native_backward():
         for t, d in zip(tensors, devices, strict=True):
             if d != common and not (d.type == "cpu" and t.dim() == 0):
                 raise mismatch_error(common, d)
