@@ -48,12 +48,18 @@ def run_script(
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env, check=False)
 
 
-def run_bench(name: str, tmp_path: Path) -> dict[str, Any]:
+def run_bench(name: str, tmp_path: Path, *, scratch: bool = False) -> dict[str, Any]:
+    """Run benchmarks/<name>.py --quick on the CPU; with ``scratch``, in a --dir of its own that it must leave empty."""
     out = tmp_path / f"{name}.json"
-    proc = run_script(
-        [sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick", "--device", "cpu", "--json", str(out)]
-    )
+    args = [sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick", "--device", "cpu", "--json", str(out)]
+    folder = tmp_path / "bench"
+    if scratch:
+        folder.mkdir()
+        args += ["--dir", str(folder)]
+    proc = run_script(args)
     assert 0 == proc.returncode, proc.stderr
+    if scratch:
+        assert [] == list(folder.iterdir())
     report: dict[str, Any] = json.loads(out.read_text())
     return report
 
@@ -77,8 +83,8 @@ def test_bench_to_device_quick(tmp_path: Path) -> None:
     assert 85 == report["batch"]["tensors"]
 
 
-def test_bench_save_load_quick(tmp_path: Path) -> None:
-    report = run_bench("bench_save_load", tmp_path)
+def test_bench_save_load_quick_leaves_no_files(tmp_path: Path) -> None:
+    report = run_bench("bench_save_load", tmp_path, scratch=True)
 
     results = report["results"]
     expected_saves = [m for m in SAVE_METHODS if installed("safetensors") or not m.startswith("safetensors")]
@@ -100,8 +106,8 @@ def test_bench_save_load_quick(tmp_path: Path) -> None:
     assert 8 * 2**20 <= report["bytes"] < 12 * 2**20
 
 
-def test_bench_checkpointer_quick(tmp_path: Path) -> None:
-    report = run_bench("bench_checkpointer", tmp_path)
+def test_bench_checkpointer_quick_leaves_no_files(tmp_path: Path) -> None:
+    report = run_bench("bench_checkpointer", tmp_path, scratch=True)
 
     results = report["results"]
     assert {} == report["errors"]
@@ -137,26 +143,6 @@ def test_bench_sharded_quick(tmp_path: Path) -> None:
     assert [2, 1, 2] == [figures["ranks"] for figures in report["results"]["methods"].values()]
     assert all(ratio > 0 for ratio in report["results"]["ratios"].values())
     assert 4 * 2**20 <= report["bytes"] < 12 * 2**20
-    assert [] == list(folder.iterdir())
-
-
-def test_bench_checkpointer_leaves_no_files(tmp_path: Path) -> None:
-    folder = tmp_path / "bench"
-    folder.mkdir()
-    script = str(BENCHMARKS / "bench_checkpointer.py")
-    proc = run_script([sys.executable, script, "--quick", "--repeat", "1", "--warmup", "0", "--dir", str(folder)])
-
-    assert 0 == proc.returncode, proc.stderr
-    assert [] == list(folder.iterdir())
-
-
-def test_bench_save_load_leaves_no_files(tmp_path: Path) -> None:
-    folder = tmp_path / "bench"
-    folder.mkdir()
-    script = str(BENCHMARKS / "bench_save_load.py")
-    proc = run_script([sys.executable, script, "--quick", "--repeat", "1", "--warmup", "0", "--dir", str(folder)])
-
-    assert 0 == proc.returncode, proc.stderr
     assert [] == list(folder.iterdir())
 
 
