@@ -17,14 +17,15 @@ FRY002 hardcoded-cuda-device           the device chosen as ``torch.device("cuda
                                        ``device=device`` -> ``device="cuda"``
 FRY003 load-without-map-location       ``torch.load(f, map_location=...)`` -> ``torch.load(f)``
 FRY004 whole-module-pickled            ``torch.save(m.state_dict(), f)`` -> ``torch.save(m, f)``
-FRY005 device-less-tensor-in-forward   a factory's ``device=`` removed inside a module's method
+FRY005 device-less-tensor-in-forward   a factory's ``device=`` (or the ``.to(device)`` it is made with) removed
+                                       inside a module's method
 FRY006 input-on-other-device           a tensor's ``.to(device)`` left out (assignment, tuple, argument, return,
                                        DataLoader item, factory result); a factory's ``device=`` removed outside
                                        modules
 FRY007 module-never-moved              a module's ``.to(device)``/``.cuda()`` left out
 FRY008 optimizer-state-device          an eager-state optimizer (Adagrad) built before the model moves
 FRY010 inference-in-train-mode         ``model.eval()`` left out before prediction
-FRY012 numpy-of-device-tensor          ``.cpu()`` left out before ``.numpy()``
+FRY012 numpy-of-device-tensor          ``.cpu()`` (or ``.to('cpu', ...)``) left out before ``.numpy()``
 ====== =============================== ============================================================================
 """
 
@@ -398,11 +399,36 @@ def inputs_not_moved(src: Source) -> Iterator[Mutant]:
             parent = src.parents.get(call)
             if isinstance(parent, ast.Expr):
                 continue  # a discarded move already; leaving it out changes nothing
-            yield _mutant(src, "FRY006", _move_form(src, call), call, src.segment(call.func.value))
+            form = _move_form(src, call)
+            if _to_host(call) and _chained_into(src, call, "numpy"):
+                # `t.to('cpu', torch.uint8).numpy()` without its move: numpy of a device tensor, FRY012's class
+                yield _mutant(src, "FRY012", "chained (.to('cpu'))", call, src.segment(call.func.value))
+            elif form.startswith("factory result") and src.in_module_class(call):
+                # `torch.zeros(...).to(device)` in a module's method without its move: a device-less tensor in the
+                # forward, FRY005's class (its own injector leaves out `device=`)
+                yield _mutant(src, "FRY005", f"factory result, {src.place(call)}", call, src.segment(call.func.value))
+            else:
+                yield _mutant(src, "FRY006", form, call, src.segment(call.func.value))
     for call, keyword in _factories_with_device(src):
         if not src.in_module_class(call):
             form = "factory without device=" + (", module-level" if src.place(call) == "module-level" else "")
             yield _mutant(src, "FRY006", form, call, _without_keyword(src, call, keyword))
+
+
+def _to_host(call: ast.Call) -> bool:
+    """``x.to("cpu", ...)``, ``x.to(torch.device("cpu"))`` or ``x.to(device="cpu")``: a move to the host."""
+    target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+    return target is not None and "'cpu'" in ast.unparse(target).replace('"', "'")
+
+
+def _chained_into(src: Source, call: ast.Call, method: str) -> bool:
+    """Whether ``call``'s result goes, through a chain of method calls, into ``.<method>()``."""
+    parent = src.parents.get(call)
+    while isinstance(parent, ast.Attribute) and isinstance(src.parents.get(parent), ast.Call):
+        if parent.attr == method:
+            return True
+        parent = src.parents.get(src.parents[parent])
+    return False
 
 
 def _factories_with_device(src: Source) -> Iterator[tuple[ast.Call, ast.keyword]]:

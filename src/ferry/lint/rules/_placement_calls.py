@@ -499,12 +499,19 @@ class CallsMixin(DevicesMixin):
                 params = args[0].element.params
         return Val("module", where, fresh=where == HOST, params=params)
 
+    def _fresh_factory(self, node: ast.AST) -> bool:
+        """``torch.zeros(...)``, ``torch.tensor(...)``: a tensor made right here (moving it moves nothing else)."""
+        if not isinstance(node, ast.Call):
+            return False
+        full = self.ctx.qualname(node.func) or ""
+        return full.startswith("torch.") and full.rsplit(".", 1)[-1] in FACTORIES | DATA_FACTORIES
+
     def _class_info(self, name: str) -> tuple[bool | None, bool]:
         """For a module class of the file: (holds parameters?, deals with devices itself?).
 
         A class deals with devices itself when its ``__init__`` or ``forward`` takes a device, a method moves
-        itself, a part of itself or its inputs, or its ``forward`` moves anything (its outputs may then be
-        anywhere).
+        itself, a part of itself or its inputs, or its ``forward`` moves anything but a tensor it makes right there
+        (``torch.zeros(...).to(device)`` moves no weight; other moves may put its outputs anywhere).
         """
         if name in self._classes:
             return self._classes[name]
@@ -529,7 +536,10 @@ class CallsMixin(DevicesMixin):
                 if node.name in ("forward", "__call__"):
                     forward_args.update(n for n in names if n != "self")
                     aware = aware or any(
-                        isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr in MOVES
+                        isinstance(c, ast.Call)
+                        and isinstance(c.func, ast.Attribute)
+                        and c.func.attr in MOVES
+                        and not self._fresh_factory(c.func.value)
                         for c in ast.walk(node)
                     )
             elif isinstance(node, ast.Call):

@@ -650,7 +650,9 @@ class Flow:
             return
         if args is None:  # `self.enc(x, mask=mask)`: keyword arguments reach the submodule too
             args = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
-        for arg in args:
+        # `self.lstm(x, (h0, c0))`: each item of a tuple or list argument reaches the submodule
+        items = [e for arg in args for e in (arg.elts if isinstance(arg, ast.Tuple | ast.List) else [arg])]
+        for arg in items:
             found = self.dev(arg)
             if found is not None and found.where == "cpu":
                 inputs = sorted(self.inputs(func))

@@ -129,6 +129,21 @@ def _chain_has_eval(expr: ast.AST) -> bool:
     return False
 
 
+#: ``torch.nn`` layers whose only mode-dependent part is a ``dropout`` argument that defaults to 0, with the number of
+#: positional arguments before it (``nn.LSTM(input_size, hidden_size, num_layers)`` takes the rest by keyword).
+DROPOUT_DEFAULT_ZERO = {"RNN": 3, "LSTM": 3, "GRU": 3, "MultiheadAttention": 2}
+
+
+def _without_dropout(call: ast.Call, last: str) -> bool:
+    """``nn.LSTM(8, 16, batch_first=True)``: a layer built without (or with a zero) ``dropout``."""
+    if last not in DROPOUT_DEFAULT_ZERO or len(call.args) > DROPOUT_DEFAULT_ZERO[last]:
+        return False
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    dropout = next((k.value for k in call.keywords if k.arg == "dropout"), None)
+    return dropout is None or (isinstance(dropout, ast.Constant) and dropout.value in (0, 0.0))
+
+
 def _switches_mode(call: ast.Call, model: str) -> bool:
     callee = call.func
     return (
@@ -257,7 +272,7 @@ class _Facts:
         full = self.ctx.call_name(expr) or ""
         if full.startswith("torch.nn."):
             last = full.rsplit(".", 1)[-1]
-            if last in MODE_FREE:
+            if last in MODE_FREE or _without_dropout(expr, last):
                 return True
             if last in CONTAINERS:
                 items: list[ast.AST] = []
@@ -652,6 +667,74 @@ def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
                 )
 
 
+def _predicted_after_training_here(facts: _Facts) -> Iterator[Finding]:
+    """Prediction under ``no_grad`` after a training loop of the same code, with no ``eval()`` in between.
+
+    In a script (module-level code) or one function: a loop calls ``model(...)`` and trains (``backward()``,
+    ``optimizer.step()``), and later the same code calls ``model(...)`` under ``torch.no_grad()``/``inference_mode()``
+    with the model last switched to training (or never switched: a new module is in training mode). Not reported
+    when the model is handed to another call in between (it may switch the mode), or when its layers are mode-free.
+    """
+    ctx = facts.ctx
+    local = local_functions(ctx)
+    scopes: list[ast.AST] = [ctx.tree, *ctx.nodes(ast.FunctionDef), *ctx.nodes(ast.AsyncFunctionDef)]
+    for scope in scopes:
+        calls = facts.calls(scope)
+        reported: set[str] = set()
+        for prediction in calls:
+            model = dotted(prediction.func)
+            if model is None or model in reported or not _without_grad(ctx, prediction):
+                continue
+            if isinstance(prediction.func, ast.Attribute) and not model.startswith("self."):
+                continue  # `model(x)` only: a method call `obj.net(x)` is not known to be the model's forward
+            loop = _training_loop_before(facts, scope, calls, prediction, model)
+            if loop is None:
+                continue
+            since = [c for c in calls if before(c, prediction) and not _inside(c, loop) and not before(c, loop)]
+            last_switch = next((c for c in reversed(since) if _switches_mode(c, model)), None)
+            if last_switch is not None and not _trains_again(last_switch):
+                continue  # eval(), or train(<something>)
+            if any(
+                c is not prediction and any(dotted(a) == model for a in [*c.args, *(k.value for k in c.keywords)])
+                for c in since
+            ):
+                continue  # handed to another call, which may switch the mode
+            if any(
+                isinstance(c.func, ast.Name)
+                and c.func.id in local
+                and any(_switches_mode(inner, model) for inner in facts.calls(local[c.func.id]))
+                for c in since
+            ):
+                continue  # a function of the file that switches the (global) model's mode
+            _, built = facts.binding(model, prediction)
+            if built is None or facts.mode_free(built) or facts.known_eval(built):
+                continue
+            reported.add(model)
+            yield Finding(
+                prediction,
+                message=f"`{model}` predicts under `torch.no_grad()` in training mode: it trained in the loop at "
+                f"line {loop.lineno} and was not switched to `eval()` since; dropout stays active and batch norm "
+                f"uses batch statistics; fix: call `{model}.eval()` before predicting (and `{model}.train()` "
+                f"before training again)",
+            )
+
+
+def _training_loop_before(
+    facts: _Facts, scope: ast.AST, calls: list[ast.Call], prediction: ast.Call, model: str
+) -> ast.AST | None:
+    """The last loop of ``scope`` before ``prediction`` that calls ``model`` and trains (backward, optimizer step)."""
+    found: ast.AST | None = None
+    for call in calls:
+        if not before(call, prediction) or not _is_model_call(call, model) or _without_grad(facts.ctx, call):
+            continue
+        loop = innermost_loop(facts.ctx, call)
+        if loop is None or _inside(prediction, loop) or scope_node(facts.ctx, loop) is not scope:
+            continue
+        if any(_inside(c, loop) and facts._training_call(c, False) for c in calls):
+            found = loop
+    return found
+
+
 def _gradients_off(ctx: FileContext, node: ast.AST) -> bool:
     """Whether ``node`` runs under ``no_grad``/``inference_mode`` or ``set_grad_enabled(<a condition>)``."""
     for above in ctx.ancestors(node):
@@ -714,6 +797,7 @@ def check(ctx: FileContext) -> Iterator[Finding]:
     yield from _loaded_without_eval(facts)
     yield from _kept_without_grad_off(facts)
     yield from _evaluated_after_training(facts)
+    yield from _predicted_after_training_here(facts)
     yield from _phases_without_eval(facts)
 
 
