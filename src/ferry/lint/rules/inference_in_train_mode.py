@@ -721,9 +721,9 @@ def _predicted_after_training_here(facts: _Facts) -> Iterator[Finding]:
 
 def _training_loop_before(
     facts: _Facts, scope: ast.AST, calls: list[ast.Call], prediction: ast.Call, model: str
-) -> ast.AST | None:
+) -> ast.For | ast.AsyncFor | ast.While | None:
     """The last loop of ``scope`` before ``prediction`` that calls ``model`` and trains (backward, optimizer step)."""
-    found: ast.AST | None = None
+    found: ast.For | ast.AsyncFor | ast.While | None = None
     for call in calls:
         if not before(call, prediction) or not _is_model_call(call, model) or _without_grad(facts.ctx, call):
             continue
