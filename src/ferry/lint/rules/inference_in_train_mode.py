@@ -413,13 +413,15 @@ def _predicting_helper(facts: _Facts, call: ast.Call, name: str) -> str | None:
     if not isinstance(call.func, ast.Name):
         return None
     func = local_functions(facts.ctx).get(call.func.id)
-    if func is None or facts.trains(func, with_losses=True):
+    if func is None:
         return None
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
     param = next((params[i] for i, arg in enumerate(call.args[: len(params)]) if dotted(arg) == name), None)
     if param is None:
         param = next((k.arg for k in call.keywords if dotted(k.value) == name and k.arg in params), None)
     if param is None:
+        return None
+    if facts.trains(func, with_losses=True) and not _gradients_only(facts, func, param, name):
         return None
     predicts = False
     for inner in facts.calls(func):
@@ -429,6 +431,34 @@ def _predicting_helper(facts: _Facts, call: ast.Call, name: str) -> str | None:
             return None
         predicts = predicts or _is_model_call(inner, param)
     return func.name if predicts else None
+
+
+def _gradients_only(facts: _Facts, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str, model: str) -> bool:
+    """Whether ``func`` computes the gradient of its input rather than training ``model``.
+
+    An adversarial attack (FGSM) or a saliency map sets ``x.requires_grad`` (or reads ``x.grad``) on a tensor that
+    is not the model's, and calls ``loss.backward()``; it steps no optimizer (no ``.step()`` in it, and no optimizer
+    of the file is built over ``model``'s parameters), so the weights do not change: the model still predicts and
+    should be in eval mode. ``param``: the parameter that takes the model; ``model``: its name at the call.
+    """
+    reads_input_gradient = False
+    for node in walk_scope(func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "step":
+                return False
+            if node.func.attr == "requires_grad_" and dotted(node.func.value) not in (param, None):
+                reads_input_gradient = True
+        if isinstance(node, ast.Attribute) and node.attr in ("grad", "requires_grad"):
+            root = (dotted(node.value) or "").split(".")[0]
+            reads_input_gradient = reads_input_gradient or (root != "" and root != param)
+    if not reads_input_gradient:
+        return False
+    for call in facts.ctx.nodes(ast.Call):
+        full = facts.ctx.call_name(call) or ""
+        optimizer = full.startswith("torch.optim.") and full.rsplit(".", 1)[-1][:1].isupper()
+        if optimizer and any(dotted(node) == model for arg in call.args[:1] for node in ast.walk(arg)):
+            return False
+    return True
 
 
 # -- shape 2: eval() but no no_grad, outputs kept --------------------------------------------------------------------
