@@ -436,3 +436,32 @@ def test_killed_twice_mid_epoch_and_resumed_equals_an_uninterrupted_run(tmp_path
     expected, got = ferry.load(tmp_path / "straight.safetensors"), ferry.load(tmp_path / "run.safetensors")
     assert expected.keys() == got.keys()
     assert all(torch.equal(expected[name], got[name]) for name in expected)
+
+
+@pytest.mark.slow
+def test_bench_accelerate_quick(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "bench_accelerate.py"),
+            "--quick",
+            "--json",
+            str(out),
+            "--dir",
+            str(tmp_path / "b"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=REPO,
+        check=False,
+    )
+    assert 0 == proc.returncode, proc.stderr
+    report = json.loads(out.read_text())
+    assert ["ferry save_state", "accelerator.save_state", "accelerator.save_state + fsync"] == list(
+        report["results"]["methods"]
+    )
+    assert all(m["median_s"] > 0 for m in report["results"]["methods"].values())
+    assert report["results"]["ratio_ferry_vs_stock"] > 0
+    assert [] == list((tmp_path / "b").iterdir())
