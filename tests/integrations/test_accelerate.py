@@ -176,6 +176,22 @@ def test_state_round_trips_into_a_new_accelerator(tmp_path: Path) -> None:
     assert {"name": "counter", "best": float("inf"), "shape": (2, 3), "note": None} == other.counter.meta
 
 
+def test_an_epoch_boundary_resume_of_a_plain_shuffled_loader_sees_the_next_epochs_order(tmp_path: Path) -> None:
+    # No seedable sampler: the order comes from the loader's generator, which stock Accelerate does not save.
+    straight = make_run(tmp_path / "a", seedable=False)
+    orders = [[x.tolist() for x, _ in straight.loader] for _ in range(2)]
+    assert orders[0] != orders[1]
+
+    run = make_run(tmp_path / "b", seedable=False)
+    assert orders[0] == [x.tolist() for x, _ in run.loader]
+    save_state(run.accelerator)
+    resumed = make_run(tmp_path / "b", seedable=False)
+    load_state(resumed.accelerator)
+    assert 1 == resumed.loader.iteration  # the epoch counter too
+
+    assert orders[1] == [x.tolist() for x, _ in resumed.loader]
+
+
 def test_the_gradient_scaler_round_trips(tmp_path: Path) -> None:
     # Accelerate makes no GradScaler on the CPU; this is a real one where Accelerate keeps it on a GPU.
     run = make_run(tmp_path)
