@@ -552,3 +552,28 @@ def test_the_checkpoint_is_a_ferry_file_for_ferry_and_its_cli(
     assert 0 == ferry_main(["ckpt", "verify", str(tmp_path / "x.ckpt")])
     assert 0 == ferry_main(["ckpt", "inspect", str(tmp_path / "x.ckpt")])
     assert "state_dict" in capsys.readouterr().out
+
+
+# --- the benchmark -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_bench_lightning_quick(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    command = [sys.executable, str(REPO / "benchmarks" / "bench_lightning.py"), "--quick", "--repeat", "2"]
+    proc = subprocess.run(
+        [*command, "--dir", str(folder), "--json", str(out)], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert 0 == proc.returncode, proc.stderr
+    report = json.loads(out.read_text())
+    assert {} == report["errors"]
+    assert ["ferry", "torch"] == list(report["results"]["methods"])
+    for figures in report["results"]["methods"].values():
+        assert figures["median_s"] > 0
+        assert 2 == len(figures["samples_s"])
+        assert figures["values_equal"] is True
+    assert report["results"]["ratio_ferry_vs_torch"] > 0
+    assert "| ferry |" in proc.stdout
+    assert [] == list(folder.iterdir())
