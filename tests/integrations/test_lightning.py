@@ -364,6 +364,28 @@ def test_dict_subclasses_and_numpy_floats_are_stored_as_plain_values(tmp_path: P
     )
 
 
+@pytest.mark.parametrize("target", ["replace", "fsync"])
+def test_a_save_failing_on_the_disk_keeps_the_previous_last_ckpt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    callbacks = [ModelCheckpoint(tmp_path / "ckpt", every_n_train_steps=2, save_last=True)]
+    fit = trainer(tmp_path, [FerryCheckpointIO()], callbacks, max_steps=4)
+    fit.fit(Regression(), loader())
+    last = tmp_path / "ckpt" / "last.ckpt"
+    before = last.read_bytes()
+
+    def fail(*args: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, target, fail)
+    with pytest.raises(CheckpointError, match="Input/output error"):
+        fit.save_checkpoint(last)
+    monkeypatch.undo()
+    assert before == last.read_bytes()
+    assert 4 == FerryCheckpointIO().load_checkpoint(last)["global_step"]
+    assert ["epoch=0-step=4.ckpt", "last.ckpt"] == sorted(p.name for p in (tmp_path / "ckpt").iterdir())
+
+
 # --- 5. async, remove, map_location, damaged files, errors --------------------------------------------------------
 
 
