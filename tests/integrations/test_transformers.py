@@ -340,3 +340,22 @@ def test_a_kill_during_a_save_leaves_no_folder_a_resume_would_pick(tmp_path: Pat
     (warning,) = json.loads((tmp_path / "callback.json").read_text())["warnings"]
     assert "checkpoint-30' holds a checkpoint whose save did not finish" in warning
     assert ["checkpoint-30.ferry-unfinished"] == [p.name[:30] for p in callback.glob("checkpoint-30.*")]
+
+
+# -- the benchmark ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_benchmark_quick(tmp_path: Path) -> None:
+    out, work = tmp_path / "bench.json", tmp_path / "work"
+    script = REPO / "benchmarks" / "bench_transformers.py"
+    options = ["--quick", "--repeat", "1", "--dir", str(work), "--json", str(out)]
+    proc = subprocess.run([sys.executable, str(script), *options], capture_output=True, text=True, timeout=300)
+    assert 0 == proc.returncode, proc.stdout[-2000:] + proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["quick"]
+    assert {"stock", "stock+sync", "ferry", "stock+callback"} == set(report["results"]["methods"])
+    assert {} == report["errors"]
+    assert report["results"]["ratio_ferry_vs_stock"] > 0
+    assert "| ferry / stock |" in proc.stdout
+    assert [] == list(work.iterdir())  # the run's folder is removed
