@@ -158,6 +158,28 @@ def test_resume_from_an_older_folder_saves_the_newer_step_again(
     assert "all 4 verified" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_run_saved_by_the_stock_trainer_resumes_exactly(reference: Trainer, tmp_path: Path, mode: str) -> None:
+    out = tmp_path / "out"
+    stock = worker.arguments(out)
+    Trainer(model=worker.model(), args=stock, train_dataset=worker.Examples(), callbacks=[Stop(20)]).train()
+    assert "optimizer.pt" in {path.name for path in (out / "checkpoint-20").iterdir()}
+    resumed = build(mode, out)
+    resumed.train(resume_from_checkpoint=True)  # the pickles, read as the stock Trainer reads them
+    assert_same_run(reference, resumed)
+    assert "manifest.json" in {path.name for path in (out / "checkpoint-30").iterdir()}
+
+
+def test_the_callback_warns_when_it_cannot_see_the_resumed_folder(
+    stopped: dict[str, tuple[Path, Trainer]], tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(stopped["callback"][0] / "checkpoint-20", elsewhere)
+    run = build("callback", tmp_path / "out", callbacks=(Stop(21),))
+    with pytest.warns(CheckpointWarning, match=r"resumes at step 20 with an empty optimizer state.*FerryTrainer"):
+        run.train(resume_from_checkpoint=str(elsewhere))
+
+
 # -- what a checkpoint folder holds ----------------------------------------------------------------------------------
 
 

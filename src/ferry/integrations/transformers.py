@@ -159,7 +159,8 @@ class FerryCallback(TrainerCallback):
 
     What the callback cannot do (the Trainer gives it no earlier hook): the stock Trainer writes the folder under
     its final name, pickles included, before ``on_save``; a kill during that write leaves a half folder until the
-    next Trainer with this callback sets it aside. A resume from a folder outside ``output_dir`` is not seen.
+    next Trainer with this callback sets it aside. A resume from a folder outside ``output_dir`` is not seen (a
+    :class:`ferry.CheckpointWarning` says so when the optimizer state stays empty).
     :class:`FerryTrainer` does both (it writes ferry's folder directly, under a temporary name).
 
     Raises:
@@ -212,12 +213,21 @@ class FerryCallback(TrainerCallback):
         if self._loaded_by_trainer or state.global_step == 0:
             return
         folder = _output_dir(args) / layout.checkpoint_name(state.global_step)
+        optimizer = kwargs.get("optimizer")
+        if not folder.is_dir() and optimizer is not None and not optimizer.state:
+            warnings.warn(
+                f"training resumes at step {state.global_step} with an empty optimizer state: FerryCallback reads a "
+                f"resumed checkpoint's ferry files from output_dir ({str(folder)!r}, which does not exist), and the "
+                "stock Trainer reads only optimizer.pt. Resume from a folder inside output_dir, or use FerryTrainer, "
+                "which reads the folder it is given; otherwise the run is not resumed exactly.",
+                CheckpointWarning,
+                stacklevel=2,
+            )
         if not (folder / MANIFEST_FILE).exists():
             return  # a folder of the stock Trainer: it has read the pickles itself
         problem = layout.verify_folder(folder)
         if problem is not None:
             raise _damaged_error(folder, problem)
-        optimizer = kwargs.get("optimizer")
         has_optimizer = (folder / layout.OPTIMIZER_FILE).exists() and (folder / layout.SCHEDULER_FILE).exists()
         layout.load_states(
             folder,
