@@ -191,6 +191,7 @@ def print_markdown(report: dict[str, Any]) -> None:
         print(f"| {method} | {'yes' if s['durable'] else 'no'} | {s['median_s']:.3f} | {s['mb_per_s']:.0f} |")
     for label, key in (
         ("ferry / stock", "ratio_ferry_vs_stock"),
+        ("ferry / stock+sync", "ratio_ferry_vs_stock_sync"),
         ("stock+callback / stock", "ratio_callback_vs_stock"),
     ):
         if r[key] is not None:
