@@ -36,104 +36,15 @@ import transformers  # noqa: E402 - after require(), which words a missing packa
 from torch import nn  # noqa: E402
 from transformers import Trainer, TrainerCallback, TrainerControl, TrainerState, TrainingArguments  # noqa: E402
 from transformers.trainer_callback import ExportableState  # noqa: E402
-from transformers.utils.import_utils import is_torch_xla_available  # noqa: E402
 
 from ferry._fs import temporary_name  # noqa: E402
 from ferry.checkpoint.folder import MANIFEST_FILE  # noqa: E402
 from ferry.checkpoint.run.commit import save_failed  # noqa: E402
-from ferry.checkpoint.run.folders import RetentionPolicy  # noqa: E402
-from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError  # noqa: E402
+from ferry.errors import CheckpointError, CheckpointWarning  # noqa: E402
 from ferry.integrations import _trainer_folder as layout  # noqa: E402
+from ferry.integrations import _trainer_shared as shared  # noqa: E402
 
 __all__ = ["FerryCallback", "FerryTrainer"]
-
-
-def _check_supported(args: TrainingArguments, who: str, *, deepspeed: bool = False, fsdp: bool = False) -> None:
-    """Refuse the setups whose checkpoints the Trainer writes in formats of their own (pickles, sharded files)."""
-    uses = []
-    if args.world_size > 1:
-        uses.append(f"{args.world_size} processes")
-    if args.deepspeed or deepspeed:
-        uses.append("DeepSpeed")
-    if args.fsdp or fsdp:
-        uses.append("FSDP")
-    if is_torch_xla_available():
-        uses.append("a TPU (torch_xla)")
-    if getattr(args, "save_safetensors", True) is False:
-        uses.append("save_safetensors=False (pickled pytorch_model.bin)")
-    if uses:
-        raise CheckpointError(
-            f"{who} handles the checkpoints of one training process whose weights are safetensors, but this run uses "
-            f"{' and '.join(uses)}, whose checkpoints the Trainer writes in formats of its own. Remove {who} (the "
-            "Trainer then saves as usual), or train in one process without them.",
-            path=args.output_dir,
-        )
-
-
-def _policy(args: TrainingArguments) -> RetentionPolicy:
-    """``save_total_limit`` and ``metric_for_best_model`` as a retention policy, for ``ferry ckpt ls`` and ``gc``."""
-    limit = args.save_total_limit
-    best = None
-    if args.metric_for_best_model:
-        best = (_metric_key(args), "max" if args.greater_is_better else "min")
-    if limit is not None and limit > 0:
-        return RetentionPolicy(keep_last=limit, keep_best=best)
-    return RetentionPolicy(keep_last=1, keep_every=1, keep_best=best)  # no limit: every step is kept
-
-
-def _output_dir(args: TrainingArguments) -> Path:
-    return Path(args.output_dir or "trainer_output")  # the Trainer's default when None
-
-
-def _args_json(args: TrainingArguments) -> str:
-    """The training arguments as the JSON ``TrainingArguments.to_json_string`` writes (no pickle)."""
-    return str(args.to_json_string())  # type: ignore[no-untyped-call]
-
-
-def _metric_key(args: TrainingArguments) -> str:
-    metric = str(args.metric_for_best_model)
-    return metric if metric.startswith("eval_") else f"eval_{metric}"
-
-
-def _metrics(args: TrainingArguments, state: TrainerState) -> dict[str, float]:
-    """The best-model metric evaluated at this step, if any (the manifest's ``metrics``)."""
-    if not args.metric_for_best_model:
-        return {}
-    key = _metric_key(args)
-    for entry in reversed(state.log_history):
-        if entry.get("step") == state.global_step and isinstance(entry.get(key), (int, float)):
-            return {key: float(entry[key])}
-    return {}
-
-
-def _tidy(args: TrainingArguments, who: str) -> None:
-    """Clean what crashed saves left in ``output_dir``; set aside cut-off stock saves, with a warning for each."""
-    if not args.should_save or not args.output_dir:
-        return
-    run_dir = _output_dir(args)
-    layout.park_leftovers(run_dir)
-    for old, new in layout.set_aside_unfinished(run_dir):
-        warnings.warn(
-            f"{str(old)!r} holds a checkpoint whose save did not finish (no {MANIFEST_FILE}, no "
-            f"{layout.TRAINER_STATE_FILE}: the process stopped while the Trainer wrote it). {who} renamed it to "
-            f"{new.name!r} so that resume_from_checkpoint=True does not pick it; delete it once you have looked.",
-            CheckpointWarning,
-            stacklevel=3,
-        )
-
-
-def _damaged_error(folder: Path, problem: str) -> CorruptCheckpointError:
-    older, _ = layout.newest_resumable(folder.parent)
-    fallback = (
-        f"resume from {older.name}, the newest that verifies: resume_from_checkpoint={str(older)!r}"
-        if older is not None and older != folder
-        else "no other checkpoint in that folder verifies; train from the start"
-    )
-    return CorruptCheckpointError(
-        f"checkpoint {str(folder)!r} fails verification: {problem}. Resuming from it would load damaged state; "
-        f"{fallback}. FerryTrainer's train(resume_from_checkpoint=True) skips such a folder by itself.",
-        path=folder,
-    )
 
 
 class FerryCallback(TrainerCallback):
@@ -177,14 +88,14 @@ class FerryCallback(TrainerCallback):
 
     def on_init_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         """Check the setup; tidy ``output_dir`` (temporaries of crashed saves, cut-off stock saves set aside)."""
-        _check_supported(args, type(self).__name__)
-        _tidy(args, type(self).__name__)
+        shared.check_supported(args, type(self).__name__)
+        shared.tidy(args, type(self).__name__)
 
     def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         """Rewrite the ``checkpoint-<step>`` folder the Trainer has just written as ferry's, and swap it in."""
         if not args.should_save:
             return
-        folder = _output_dir(args) / layout.checkpoint_name(state.global_step)
+        folder = shared.output_dir_of(args) / layout.checkpoint_name(state.global_step)
         if (folder / MANIFEST_FILE).exists() and not any((folder / name).exists() for name in layout.PICKLES):
             return  # FerryTrainer wrote it (the stock save always writes training_args.bin)
         if not folder.is_dir():
@@ -203,7 +114,7 @@ class FerryCallback(TrainerCallback):
             scaler=getattr(optimizer, "scaler", None) if (folder / "scaler.pt").exists() else None,
             rng=(folder / "rng_state.pth").exists(),
         )
-        _convert(folder, args, state, states)
+        shared.convert(folder, args, state, states, lambda tmp, ferry_files: _finish(tmp, args, state, ferry_files))
 
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
@@ -212,7 +123,7 @@ class FerryCallback(TrainerCallback):
         self._rng_folder = self._rng_at = None
         if self._loaded_by_trainer or state.global_step == 0:
             return
-        folder = _output_dir(args) / layout.checkpoint_name(state.global_step)
+        folder = shared.output_dir_of(args) / layout.checkpoint_name(state.global_step)
         optimizer = kwargs.get("optimizer")
         if not folder.is_dir() and optimizer is not None and not optimizer.state:
             warnings.warn(
@@ -227,7 +138,7 @@ class FerryCallback(TrainerCallback):
             return  # a folder of the stock Trainer: it has read the pickles itself
         problem = layout.verify_folder(folder)
         if problem is not None:
-            raise _damaged_error(folder, problem)
+            raise shared.damaged_error(folder, problem)
         has_optimizer = (folder / layout.OPTIMIZER_FILE).exists() and (folder / layout.SCHEDULER_FILE).exists()
         layout.load_states(
             folder,
@@ -263,46 +174,12 @@ class FerryCallback(TrainerCallback):
         self._rng_folder = self._rng_at = None
 
 
-def _convert(folder: Path, args: TrainingArguments, state: TrainerState, states: layout.States) -> None:
-    """Build ferry's version of the stock ``folder`` under a temporary name, then swap it in (FerryCallback.on_save).
-
-    Raises:
-        CheckpointError: a state ferry cannot store, or a disk failure; the stock folder is then left as it was.
-    """
-    tmp = temporary_name(folder)
-    try:
-        tmp.mkdir()
-        for path in sorted(folder.rglob("*")):
-            relative = path.relative_to(folder)
-            if path.is_dir():
-                (tmp / relative).mkdir()
-            elif relative.as_posix() not in (*layout.PICKLES, MANIFEST_FILE):
-                _link_or_copy(path, tmp / relative)
-        ferry_files = layout.write_states(tmp, states)
-        if (folder / "training_args.bin").exists():
-            (tmp / layout.ARGS_FILE).write_text(_args_json(args), encoding="utf-8")
-        _finish(tmp, args, state, ferry_files)
-        not_durable = layout.commit_folder(tmp, folder, state.global_step)
-    except BaseException as err:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise save_failed(err, f"rewriting {str(folder)!r} as ferry's checkpoint", folder) from err
-    if not_durable is not None:
-        raise not_durable
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError:  # a file system without hard links
-        shutil.copy2(source, target)
-
-
 def _finish(tmp: Path, args: TrainingArguments, state: TrainerState, ferry_files: set[str]) -> None:
     layout.finish(
         tmp,
         step=state.global_step,
-        policy=_policy(args),
-        metrics=_metrics(args, state),
+        policy=shared.retention_policy(args),
+        metrics=shared.best_metric(args, state),
         ferry_files=ferry_files,
         extra={"transformers": transformers.__version__},
     )
@@ -340,8 +217,8 @@ class FerryTrainer(Trainer):
         self._ferry_verified: Path | None = None
         super().__init__(*args, **kwargs)
         who = type(self).__name__
-        _check_supported(self.args, who, deepspeed=self.is_deepspeed_enabled, fsdp=self.is_fsdp_enabled)
-        _tidy(self.args, who)
+        shared.check_supported(self.args, who, deepspeed=self.is_deepspeed_enabled, fsdp=self.is_fsdp_enabled)
+        shared.tidy(self.args, who)
 
     def train(
         self,
@@ -354,7 +231,7 @@ class FerryTrainer(Trainer):
             if isinstance(callback, FerryCallback):
                 callback._loaded_by_trainer = True
         if resume_from_checkpoint is True:
-            folder, skipped = layout.newest_resumable(_output_dir(self.args))
+            folder, skipped = layout.newest_resumable(shared.output_dir_of(self.args))
             for bad, problem in skipped:
                 warnings.warn(
                     f"checkpoint {str(bad)!r} is skipped: {problem}. "
@@ -393,7 +270,7 @@ class FerryTrainer(Trainer):
             tmp.mkdir()
             self.save_model(str(tmp), _internal_call=True)
             (tmp / "training_args.bin").unlink(missing_ok=True)
-            (tmp / layout.ARGS_FILE).write_text(_args_json(self.args), encoding="utf-8")
+            (tmp / layout.ARGS_FILE).write_text(shared.args_json(self.args), encoding="utf-8")
             self._note_best_checkpoint(run_dir, step)
             ferry_files: set[str] = set()
             if not self.args.save_only_model:
@@ -448,7 +325,7 @@ class FerryTrainer(Trainer):
             return
         problem = layout.verify_folder(folder)
         if problem is not None:
-            raise _damaged_error(folder, problem)
+            raise shared.damaged_error(folder, problem)
         self._ferry_verified = folder
 
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
