@@ -208,6 +208,21 @@ def test_checkpoint_folders_hold_no_pickle(stopped: dict[str, tuple[Path, Traine
     assert 20 == json.loads((folder / "trainer_state.json").read_text())["global_step"]
 
 
+def test_a_gradient_scaler_round_trips_through_its_ferry_file(tmp_path: Path) -> None:
+    # The Trainer has a scaler only for fp16 on a GPU; its state goes through the same two functions.
+    from ferry.integrations import _trainer_folder as layout
+
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=7)
+    loss = torch.nn.Parameter(torch.ones(())) * 3
+    scaler.scale(loss)  # creates the scale tensor, as the first training step does
+    scaler.update(2.0**9)
+    assert {layout.SCALER_FILE} == layout.write_states(tmp_path, layout.States(scaler=scaler))
+    restored = torch.amp.GradScaler("cpu")
+    layout.load_states(tmp_path, layout.States(scaler=restored))
+    assert scaler.state_dict() == restored.state_dict()
+    assert 2.0**9 == restored.get_scale()
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_from_pretrained_loads_a_checkpoint_folder(stopped: dict[str, tuple[Path, Trainer]], mode: str) -> None:
     out, run = stopped[mode]
