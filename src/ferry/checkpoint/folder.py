@@ -12,6 +12,11 @@ write the rank files) and ``ferry ckpt`` (which reads any of them)::
         rng-00000.safetensors       sharded only: rank 0's RNG states
 
 A folder written by DCP's own ``FileSystemWriter`` holds a pickled ``.metadata`` instead of ``shards.json``.
+
+A Hugging Face ``Trainer`` names its folders ``checkpoint-<n>``; :mod:`ferry.integrations.transformers` writes them
+with a manifest too (``"layout": "transformers"``), whose entries for files that are not ferry files (the model's
+safetensors, JSON) also carry the ``xxh3_64`` of the whole file (:func:`file_checksum`). ``ferry ckpt`` lists and
+verifies both kinds of folder (:func:`folder_step`); the Checkpointer only ever reads its own ``step-<n>``.
 Nothing here imports torch.
 """
 
@@ -23,9 +28,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import xxhash
+
 from ferry.errors import UnsafeCheckpointError
 
 __all__ = [
+    "FILE_CHECKSUM",
     "MANIFEST_FILE",
     "MANIFEST_FORMAT",
     "MANIFEST_VERSION",
@@ -34,6 +42,9 @@ __all__ = [
     "SHARDS_FILE",
     "STATE_FILE",
     "STEP_DIGITS",
+    "TRAINER_LAYOUT",
+    "file_checksum",
+    "folder_step",
     "has_shards",
     "is_plain_dcp",
     "is_sharded",
@@ -44,6 +55,7 @@ __all__ = [
     "shard_file",
     "step_name",
     "step_of",
+    "trainer_step_of",
 ]
 
 STATE_FILE = "state.safetensors"
@@ -58,6 +70,12 @@ STEP_DIGITS = 9
 #: A rank's file of a sharded folder: its pieces (``shard-``) or its RNG states (``rng-``), and the rank.
 RANK_FILE = re.compile(r"^(shard|rng)-(\d+)\.safetensors$")
 _STEP_NAME = re.compile(r"^step-(\d+)$")
+#: A Hugging Face Trainer's checkpoint folder: ``transformers.trainer_utils.PREFIX_CHECKPOINT_DIR`` + ``-<step>``.
+_TRAINER_NAME = re.compile(r"^checkpoint-(\d+)$")
+#: ``manifest.json``'s ``layout`` in a Trainer checkpoint folder written by ``ferry.integrations.transformers``.
+TRAINER_LAYOUT = "transformers"
+#: The key of a manifest file entry that holds the ``xxh3_64`` of the whole file (files that carry no checksums).
+FILE_CHECKSUM = "xxh3_64"
 
 
 def step_name(step: int) -> str:
@@ -77,6 +95,41 @@ def step_of(name: str) -> int | None:
     """
     match = _STEP_NAME.match(name)
     return int(match.group(1)) if match else None
+
+
+def trainer_step_of(name: str) -> int | None:
+    """The step a Hugging Face Trainer's folder name stands for (``checkpoint-<digits>``), else ``None``.
+
+    >>> trainer_step_of("checkpoint-500"), trainer_step_of("checkpoint-500.ferry-tmp-7-ab12cd34")
+    (500, None)
+    """
+    match = _TRAINER_NAME.match(name)
+    return int(match.group(1)) if match else None
+
+
+def folder_step(name: str) -> int | None:
+    """The step of a checkpoint folder of either kind (``step-<n>``, ``checkpoint-<n>``), else ``None``.
+
+    >>> folder_step("step-000000420"), folder_step("checkpoint-30"), folder_step("best")
+    (420, 30, None)
+    """
+    step = step_of(name)
+    return step if step is not None else trainer_step_of(name)
+
+
+def file_checksum(path: str | os.PathLike[str]) -> str:
+    """The ``xxh3_64`` of a whole file's bytes (seed 0), as 16 hex digits; read in 8 MiB pieces.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    digest = xxhash.xxh3_64()
+    with open(path, "rb", buffering=0) as handle:
+        buffer = bytearray(8 << 20)
+        view = memoryview(buffer)
+        while count := handle.readinto(buffer):
+            digest.update(view[:count])
+    return digest.hexdigest()
 
 
 def shard_file(rank: int) -> str:
@@ -107,10 +160,10 @@ def is_sharded(folder: str | os.PathLike[str]) -> bool:
 def is_step_folder(path: Path) -> bool:
     """Whether ``path`` is one checkpoint folder, not a run directory.
 
-    That is: named ``step-<n>``, or holding a checkpoint's files (a manifest, a state file or ``shards.json``),
-    complete or not.
+    That is: named ``step-<n>`` (or ``checkpoint-<n>``, a Hugging Face Trainer's), or holding a checkpoint's files
+    (a manifest, a state file or ``shards.json``), complete or not.
     """
-    return step_of(path.name) is not None or any(
+    return folder_step(path.name) is not None or any(
         (path / name).exists() for name in (MANIFEST_FILE, STATE_FILE, SHARDS_FILE)
     )
 
@@ -119,11 +172,17 @@ def read_manifest(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
     """``(manifest, None)`` when ``folder`` is complete, else ``(None, what is wrong)``.
 
     Complete means: ``manifest.json`` parses, names the ferry checkpoint format, and every file it lists exists with
-    the recorded size in bytes. Checksums are not read here (that is :func:`ferry.verify`).
+    the recorded size in bytes. A Trainer's ``checkpoint-<n>`` without a manifest is said to be the stock Trainer's.
+    Checksums are not read here (that is :func:`ferry.verify`).
     """
     try:
         manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
     except FileNotFoundError:
+        if trainer_step_of(folder.name) is not None:
+            return None, (
+                f"no {MANIFEST_FILE}: saved by the Trainer without ferry (pickles, no checksums), or a save that did "
+                "not finish"
+            )
         return None, f"no {MANIFEST_FILE} (the save did not finish, or the folder was partly deleted)"
     except (OSError, ValueError) as err:
         return None, f"{MANIFEST_FILE} is unreadable ({err})"

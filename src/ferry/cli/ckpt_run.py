@@ -134,7 +134,7 @@ def _print_collection(report: dict[str, Any]) -> None:
 def gc_main(args: argparse.Namespace) -> int:
     """``ferry ckpt gc``: 0 when done (or nothing to do), 2 when a removal failed (each failure named on stderr)."""
     directory = Path(args.dir)
-    policy, _ = recorded_policy(scan(run_directory(directory)))
+    policy, _ = recorded_policy(scan(run_directory(directory), trainer_folders=True))
     report = collect(directory, _override(policy, args), dry_run=args.dry_run)
     if args.json:
         print(json.dumps(report))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 
@@ -156,3 +157,45 @@ def test_tools_take_str_paths(run: Path) -> None:
     checks, _ = verify_path(str(run))
     assert 2 == len(checks)
     assert resolve(str(run)).folder == run / "step-000000002"
+
+
+def _trainer_folder(parent: Path, step: int) -> Path:
+    """A Hugging Face Trainer's checkpoint-<step> as ferry.integrations.transformers writes it (by hand, no Trainer)."""
+    from ferry.checkpoint.folder import MANIFEST_FILE, file_checksum
+
+    folder = parent / f"checkpoint-{step}"
+    folder.mkdir(parents=True)
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    ferry.save({"state": {}, "param_groups": [{"lr": 0.1, "params": [0]}]}, folder / "optimizer.safetensors")
+    files = {
+        "trainer_state.json": {"bytes": 0, "xxh3_64": file_checksum(folder / "trainer_state.json")},
+        "optimizer.safetensors": {"bytes": (folder / "optimizer.safetensors").stat().st_size},
+    }
+    files["trainer_state.json"]["bytes"] = (folder / "trainer_state.json").stat().st_size
+    manifest = {"format": "ferry.checkpoint", "version": 1, "step": step, "layout": "transformers", "files": files}
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest))
+    return folder
+
+
+def test_trainer_folders_verify_by_their_whole_file_checksums(tmp_path: Path) -> None:
+    folder = _trainer_folder(tmp_path / "out", 30)
+    _trainer_folder(tmp_path / "out", 20)
+    assert ferry.verify(folder) is None
+    assert ferry.verify(tmp_path / "out") is None
+    checks, _ = verify_path(tmp_path / "out")
+    assert [str(tmp_path / "out" / f"checkpoint-{s}") for s in (20, 30)] == [check.path for check in checks]
+    assert {"transformers Trainer checkpoint"} == {check.kind for check in checks}
+    state = folder / "trainer_state.json"
+    state.write_text(state.read_text().replace("30", "31"))  # same size, other bytes
+    with pytest.raises(CorruptCheckpointError, match=r"trainer_state.json is damaged: its xxh3_64 is [0-9a-f]{16} but"):
+        ferry.verify(folder)
+
+
+def test_a_trainer_folder_without_manifest_is_listed_as_not_ferrys(tmp_path: Path) -> None:
+    stock = tmp_path / "out" / "checkpoint-10"
+    stock.mkdir(parents=True)
+    (stock / "trainer_state.json").write_text("{}")
+    (checked,), _ = verify_path(tmp_path / "out")
+    assert not checked.ok
+    assert "transformers Trainer checkpoint" == checked.kind
+    assert "saved by the Trainer without ferry" in str(checked.problem)

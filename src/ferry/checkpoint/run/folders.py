@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ferry._fs import TMP_MARKER, pid_alive, temporary_name
-from ferry.checkpoint.folder import read_manifest, step_name, step_of
+from ferry.checkpoint.folder import folder_step, read_manifest, step_name, step_of
 from ferry.errors import CheckpointError
 
 __all__ = [
@@ -88,15 +88,21 @@ class CheckpointEntry:
         return {k: v for k, v in value.items() if isinstance(v, (int, float))} if isinstance(value, dict) else {}
 
 
-def scan(directory: Path) -> list[CheckpointEntry]:
-    """Every ``step-<n>`` folder of ``directory``: complete ones in save order, then incomplete ones by step."""
+def scan(directory: Path, *, trainer_folders: bool = False) -> list[CheckpointEntry]:
+    """Every ``step-<n>`` folder of ``directory``: complete ones in save order, then incomplete ones by step.
+
+    Args:
+        directory: The run directory.
+        trainer_folders: Also the ``checkpoint-<n>`` folders of a Hugging Face Trainer (``ferry ckpt`` lists them;
+            the Checkpointer never touches them). Those without a manifest are listed as incomplete.
+    """
     entries = []
     try:
         children = list(directory.iterdir())
     except FileNotFoundError:
         return []
     for child in children:
-        step = step_of(child.name)
+        step = folder_step(child.name) if trainer_folders else step_of(child.name)
         if step is not None and child.is_dir():
             manifest, problem = read_manifest(child)
             entries.append(CheckpointEntry(step, child, manifest, problem))

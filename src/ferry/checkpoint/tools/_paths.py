@@ -20,11 +20,11 @@ import torch
 from ferry.checkpoint.folder import (
     MANIFEST_FILE,
     STATE_FILE,
+    folder_step,
     is_plain_dcp,
     is_step_folder,
     plain_dcp_error,
     read_manifest,
-    step_of,
 )
 from ferry.checkpoint.run.folders import scan
 from ferry.errors import CheckpointError
@@ -117,7 +117,7 @@ def resolve(path: str | os.PathLike[str]) -> Target:
     if is_step_folder(path):
         manifest, problem = read_manifest(path)
         return Target(path / STATE_FILE, path, manifest, problem)
-    entries = scan(path)
+    entries = scan(path, trainer_folders=True)
     complete = [entry for entry in entries if entry.complete]
     if complete:
         newest = complete[-1]
@@ -156,7 +156,7 @@ def run_directory(path: Path) -> Path:
             f"folders. Pass its parent: {str(path.parent)!r}.",
             path=path,
         )
-    if not any(step_of(child.name) is not None for child in path.iterdir()):
+    if not any(folder_step(child.name) is not None for child in path.iterdir()):
         runs = nested_runs(path)
         if runs:
             raise CheckpointError(
@@ -171,12 +171,12 @@ def nested_runs(path: Path, depth: int = 2) -> list[Path]:
     """Run directories below ``path`` (folders holding ``step-<n>`` folders), ``depth`` levels down at most."""
     found: list[Path] = []
     try:
-        children = sorted(child for child in path.iterdir() if child.is_dir() and step_of(child.name) is None)
+        children = sorted(child for child in path.iterdir() if child.is_dir() and folder_step(child.name) is None)
     except OSError:
         return found
     for child in children:
         try:
-            if any(step_of(grandchild.name) is not None for grandchild in child.iterdir()):
+            if any(folder_step(grandchild.name) is not None for grandchild in child.iterdir()):
                 found.append(child)
             elif depth > 1:
                 found.extend(nested_runs(child, depth - 1))

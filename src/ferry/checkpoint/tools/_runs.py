@@ -66,7 +66,7 @@ def list_run(directory: str | os.PathLike[str]) -> dict[str, Any]:
         CheckpointError: nothing at ``directory``, a file, or one checkpoint folder (the message names its parent).
     """
     directory = Path(directory)
-    entries = scan(run_directory(directory))
+    entries = scan(run_directory(directory), trainer_folders=True)
     policy, recorded = recorded_policy(entries)
     reasons = policy.reasons(entries)
     complete = [entry for entry in entries if entry.complete]
@@ -111,7 +111,7 @@ def collect(
                 path=directory,
             ) from None
     try:
-        entries = scan(directory)
+        entries = scan(directory, trainer_folders=True)
         policy = policy or recorded_policy(entries)[0]
         reasons = policy.reasons(entries)
         complete = [entry for entry in entries if entry.complete]

@@ -4,7 +4,10 @@
 ``ferry ckpt verify`` prints: one :class:`Check` per file or folder. A sharded checkpoint folder (saved under
 ``torch.distributed``) is checked whole: the manifest's sizes, the SHA-256 of ``shards.json``, every checksum of
 every file, and that every piece ``shards.json`` places in a rank file is there with its shape. A folder written by
-DCP's own ``FileSystemWriter`` is refused: its metadata is a pickle.
+DCP's own ``FileSystemWriter`` is refused: its metadata is a pickle. A Hugging Face Trainer's ``checkpoint-<n>``
+folder written by :mod:`ferry.integrations.transformers` is checked like a Checkpointer's: its manifest, and each file
+by its own checksums (ferry files) or by the ``xxh3_64`` of the whole file that the manifest records (the model's
+safetensors, JSON).
 """
 
 from __future__ import annotations
@@ -17,14 +20,18 @@ from ferry.checkpoint.file import api as file_api
 from ferry.checkpoint.file.kinds import KIND_NAMES, sniff
 from ferry.checkpoint.file.structure import read_structure
 from ferry.checkpoint.folder import (
+    FILE_CHECKSUM,
     MANIFEST_FILE,
     SHARDS_FILE,
     STATE_FILE,
+    TRAINER_LAYOUT,
+    file_checksum,
+    folder_step,
     has_shards,
     is_plain_dcp,
     plain_dcp_error,
     read_manifest,
-    step_of,
+    trainer_step_of,
 )
 from ferry.checkpoint.run.folders import scan, stale_temporaries
 from ferry.checkpoint.sharded import ranks
@@ -84,6 +91,35 @@ def _file(file: Path, progress: Meter) -> Check:
     return Check(str(file), KIND_NAMES[kind], size, True, _CHECKED[kind])
 
 
+def _whole_file(file: Path, expected: str, progress: Meter) -> Check:
+    """Check a file that carries no checksums of its own against the ``xxh3_64`` its folder's manifest records."""
+    size = file.stat().st_size
+    progress.describe(f"verifying {file.name}")
+    try:
+        got = file_checksum(file)
+    except OSError as err:
+        raise CheckpointError(
+            f"cannot read {str(file)!r}: {err.strerror or err}. Check that the file is readable by this user.",
+            path=file,
+        ) from err
+    finally:
+        progress.advance(size)
+    checked = f"the {FILE_CHECKSUM} of the whole file"
+    if got != expected:
+        problem = (
+            f"{file.name} is damaged: its {FILE_CHECKSUM} is {got} but {MANIFEST_FILE} recorded {expected} when it "
+            "was saved (a flipped bit, an edit, or a partial copy)"
+        )
+        return Check(str(file), "file", size, False, checked, problem)
+    return Check(str(file), "file", size, True, checked)
+
+
+#: What verifying a Hugging Face Trainer's folder checks, for people.
+_CHECKED_TRAINER = (
+    f"{MANIFEST_FILE}, file sizes, every checksum (ferry files' own, the {FILE_CHECKSUM} of the model and JSON "
+    "files), the step"
+)
+
 #: What verifying a sharded folder checks, for people.
 _CHECKED_SHARDED = (
     f"{MANIFEST_FILE}, file sizes, the SHA-256 of {SHARDS_FILE}, every checksum of every file, every piece "
@@ -103,7 +139,7 @@ def _folder(folder: Path, progress: Meter) -> Check:
             str(folder), "DCP folder (torch FileSystemWriter)", size, False, "nothing: it is unsafe to read",
             str(plain_dcp_error(folder)),
         )  # fmt: skip
-    bare = step_of(folder.name) is None and not (folder / MANIFEST_FILE).exists()
+    bare = folder_step(folder.name) is None and not (folder / MANIFEST_FILE).exists()
     if has_shards(folder) and bare and not (folder / STATE_FILE).exists():
         problem = sharded_problem(folder, None)
         progress.advance(size)
@@ -113,6 +149,9 @@ def _folder(folder: Path, progress: Meter) -> Check:
     sharded = has_shards(folder) or (manifest or {}).get("layout") == ranks.LAYOUT
     kind = _SHARDED_KIND if sharded else "Checkpointer checkpoint"
     checked = _CHECKED_SHARDED if sharded else f"{MANIFEST_FILE}, file sizes, every checksum, the step"
+    trainer = (manifest or {}).get("layout") == TRAINER_LAYOUT
+    if trainer or (manifest is None and trainer_step_of(folder.name) is not None):
+        kind, checked = "transformers Trainer checkpoint", _CHECKED_TRAINER
     if manifest is None:
         progress.advance(size)
         return Check(str(folder), kind, size, False, checked, f"incomplete: {problem}")
@@ -123,11 +162,13 @@ def _folder(folder: Path, progress: Meter) -> Check:
         if problem is not None:
             return Check(str(folder), kind, size, False, checked, problem)
     for name in [] if sharded else sorted(manifest["files"]):
-        check = _file(folder / name, progress)
+        info = manifest["files"][name]
+        expected = info.get(FILE_CHECKSUM) if isinstance(info, dict) else None
+        check = _whole_file(folder / name, expected, progress) if expected else _file(folder / name, progress)
         if not check.ok:
             return Check(str(folder), kind, size, False, checked, check.problem)
     step = manifest.get("step")
-    named = step_of(folder.name)
+    named = folder_step(folder.name)
     if named is not None and step != named:
         return Check(
             str(folder), kind, size, False, checked,
@@ -174,7 +215,8 @@ def verify_path(path: str | os.PathLike[str], progress: Progress = no_progress) 
         notes: list[str] = []
     else:
         directory = run_directory(path)
-        folders = [entry.folder for entry in sorted(scan(directory), key=lambda entry: entry.step)]
+        entries = scan(directory, trainer_folders=True)
+        folders = [entry.folder for entry in sorted(entries, key=lambda entry: entry.step)]
         if not folders:
             raise CheckpointError(
                 f"{str(path)!r} holds no checkpoint to verify (no step-<n> folders, no {MANIFEST_FILE}). Pass a "
