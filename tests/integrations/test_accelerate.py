@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import warnings
@@ -38,6 +39,7 @@ from ferry.errors import (
 from ferry.integrations.accelerate import load_state, save_state
 
 WORKER = Path(__file__).with_name("accelerate_worker.py")
+DDP_WORKER = Path(__file__).with_name("accelerate_ddp_worker.py")
 #: The files of a checkpoint of the runs below (one model, optimizer, scheduler, dataloader, registered object).
 FILES = [
     "custom_checkpoint_0.safetensors",
@@ -450,6 +452,60 @@ def test_killed_twice_mid_epoch_and_resumed_equals_an_uninterrupted_run(tmp_path
     assert ["checkpoint_2", "checkpoint_3"] == names(checkpoints) == names(tmp_path / "straight" / "checkpoints")
 
     expected, got = ferry.load(tmp_path / "straight.safetensors"), ferry.load(tmp_path / "run.safetensors")
+    assert expected.keys() == got.keys()
+    assert all(torch.equal(expected[name], got[name]) for name in expected)
+
+
+def ddp_events(project_dir: Path, params_file: Path, *extra: str) -> list[dict[str, Any]]:
+    """Run accelerate_ddp_worker.py in 2 processes on the CPU (torchrun, gloo); every process's events."""
+    with socket.socket() as sock:  # a free port for the rendezvous
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    pythonpath = os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"),
+            *("--master_addr", "127.0.0.1", "--master_port", str(port)),
+            *(str(DDP_WORKER), str(project_dir), str(params_file), *extra),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": pythonpath, "OMP_NUM_THREADS": "1"},
+        check=False,
+    )
+    assert 0 == proc.returncode, proc.stderr[-4000:]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def by_rank(seen: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
+    return sorted(of(seen, event), key=lambda e: e["rank"])
+
+
+@pytest.mark.slow
+def test_two_processes_save_once_with_an_rng_file_each_and_resume_like_an_uninterrupted_run(tmp_path: Path) -> None:
+    """DDP on the CPU: one folder, the RNG states of each process; a bad state on process 0 stops both, unwritten."""
+    first = ddp_events(tmp_path / "run", tmp_path / "straight.safetensors")
+
+    refused = by_rank(first, "refused")
+    assert [(0, "UnsafeCheckpointError"), (1, "CheckpointError")] == [(e["rank"], e["error"]) for e in refused]
+    assert "registered object 0" in refused[0]["message"]
+    assert "failed on rank 0 (of 2)" in refused[1]["message"]
+    assert [[], []] == [e["left"] for e in refused]  # nothing written, not even the checkpoints folder
+
+    folder = tmp_path / "run" / "checkpoints" / "checkpoint_0"
+    assert [(0, str(folder)), (1, str(folder))] == [(e["rank"], e["folder"]) for e in by_rank(first, "saved")]
+    assert sorted([*FILES, "random_states_1.safetensors"]) == names(folder)
+    assert ["ferry"] * len(FILES) == [sniff(folder / name)[0] for name in names(folder) if name != "manifest.json"]
+    ferry.verify(folder)
+    assert 2 == json.loads((folder / "manifest.json").read_text())["processes"]
+    assert [] == [path.name for path in tmp_path.rglob("*") if TMP_MARKER in path.name]
+
+    resumed = ddp_events(tmp_path / "run", tmp_path / "resumed.safetensors", "--resume")
+    loaded = [(e["rank"], e["folder"], e["step"], e["save_iteration"]) for e in by_rank(resumed, "loaded")]
+    assert [(0, str(folder), 8, 1), (1, str(folder), 8, 1)] == loaded
+    assert [12, 12] == [e["step"] for e in of(resumed, "done")]
+    expected, got = ferry.load(tmp_path / "straight.safetensors"), ferry.load(tmp_path / "resumed.safetensors")
     assert expected.keys() == got.keys()
     assert all(torch.equal(expected[name], got[name]) for name in expected)
 

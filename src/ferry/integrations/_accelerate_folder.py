@@ -18,9 +18,10 @@ import shutil
 import socket
 import time
 import warnings
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -30,6 +31,7 @@ from ferry.checkpoint.file.api import load as load_file
 from ferry.checkpoint.folder import MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION, read_manifest
 from ferry.checkpoint.run import commit
 from ferry.checkpoint.run.folders import remove_checkpoint, stale_temporaries
+from ferry.checkpoint.sharded import ranks
 from ferry.errors import CheckpointError, CheckpointWarning, CorruptCheckpointError, UnsafeCheckpointError
 from ferry.integrations import _accelerate_state as state
 
@@ -53,6 +55,8 @@ LAYOUT = "accelerate"
 #: Where automatic naming puts checkpoints, under ``project_dir``, and how it names them (Accelerate's names).
 CHECKPOINTS = "checkpoints"
 NAME = re.compile(r"^checkpoint_(\d+)$")
+_T = TypeVar("_T")
+_RNG = re.compile(r"^random_states_\d+\.safetensors$")
 
 
 def _is_ours(folder: Path) -> bool:
@@ -101,29 +105,63 @@ def recover_parked(final: Path) -> None:
 # -- writing ----------------------------------------------------------------------------------------------------------
 
 
-def write(final: Path, encoded: list[tuple[state.Part, Any]], accelerator: Any) -> None:
-    """Write the files into a temporary folder beside ``final``, then commit it onto ``final`` durably."""
+def write(final: Path, encoded: list[tuple[state.Part, Any]], accelerator: Any, group: ranks.Group | None) -> None:
+    """Write the files into a temporary folder beside ``final``, then commit it onto ``final`` durably.
+
+    With more than one process (``group``), the main process creates the temporary folder, every process writes its
+    own files into it (fsynced), and the main process writes the manifest and commits only after every process has
+    reported its files written. A failure on any process makes every process raise, and the folder is deleted.
+    """
     what = f"save_state to {str(final)!r}"
-    tmp = temporary_name(final)
-    try:
-        tmp.mkdir()
+    main = group is None or group.rank == 0
+    tmp = ranks.broadcast(group, temporary_name(final) if main else final)  # the main process names it
+
+    def make() -> None:
+        if main:
+            tmp.mkdir()
+
+    def write_mine() -> dict[str, dict[str, int]]:
         files: dict[str, dict[str, int]] = {}
         for part, enc in encoded:
             writer.write_file(tmp / part.name, enc.tree_json, enc.blobs)
             files[part.name] = {"bytes": (tmp / part.name).stat().st_size}
-        commit.write_manifest(tmp, _manifest(accelerator, final, files))
+        return files
+
+    def commit_all(every: list[dict[str, dict[str, int]]]) -> tuple[Path | None, CheckpointError | None]:
+        if not main:
+            return None, None
+        files = {name: size for mine in every for name, size in mine.items()}
+        commit.write_manifest(tmp, _manifest(accelerator, final, dict(sorted(files.items()))))
         parked = commit.commit(tmp, final)
-    except BaseException as err:
-        shutil.rmtree(tmp, ignore_errors=True)
-        failure = commit.save_failed(err, what, final)
-        if failure is err:
-            raise
-        raise failure from err
-    error = commit.sync_commit(final.parent, int(accelerator.step), final)
+        return parked, commit.sync_commit(final.parent, int(accelerator.step), final)
+
+    try:
+        _agree(group, make, what, final)
+        every = ranks.gather(group, _agree(group, write_mine, what, final))
+        parked, error = _agree(group, lambda: commit_all(every), what, final)
+    except BaseException:
+        if main:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if parked is not None:
         shutil.rmtree(parked, ignore_errors=True)
     if error is not None:
         raise error
+
+
+def _agree(group: ranks.Group | None, work: Callable[[], _T], what: str, final: Path) -> _T:
+    """Run one stage of a save on every process; a failure on any makes every one raise (the message says why)."""
+
+    def stage() -> _T:
+        try:
+            return work()
+        except Exception as err:
+            failure = commit.save_failed(err, what, final)
+            if failure is err:
+                raise
+            raise failure from err
+
+    return ranks.agree(group, stage, what=what, where=final)
 
 
 def _manifest(accelerator: Any, final: Path, files: dict[str, dict[str, int]]) -> dict[str, Any]:
@@ -219,7 +257,8 @@ def read(folder: Path, accelerator: Any) -> dict[str, Any]:
             "Resume with as many processes as saved it.",
             path=folder,
         )
-    return {name: load_file(folder / name) for name in sorted(manifest["files"])}
+    mine = [name for name in sorted(manifest["files"]) if name == needed or not _RNG.match(name)]
+    return {name: load_file(folder / name) for name in mine}  # not the RNG states of the other processes
 
 
 def _looks_stock(folder: Path) -> bool:

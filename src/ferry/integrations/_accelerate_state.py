@@ -10,8 +10,8 @@ The files of one checkpoint folder, named as Accelerate names its own (``model.s
                                                       generator, a SeedableRandomSampler's epoch and seed, and the
                                                       state_dict of a torchdata StatefulDataLoader
     scaler.safetensors                                the GradScaler's state_dict, when there is one
-    random_states_0.safetensors                       process 0's RNG states (Python, NumPy, torch, CUDA/XPU if
-                                                      initialised) and ``accelerator.step``
+    random_states_0.safetensors, random_states_1 ...  each process's RNG states (Python, NumPy, torch, CUDA/XPU if
+                                                      initialised) and ``accelerator.step``, written by that process
     custom_checkpoint_0.safetensors, _1 ...           each ``register_for_checkpointing`` object's state_dict
 
 Everything is gathered and checked (:func:`encode_all`) before anything is written, so a state that a ferry file cannot

@@ -20,9 +20,15 @@ under ``project_dir``, the oldest deleted beyond ``total_limit``). What changes:
   loaded. With an explicit ``input_dir`` a damaged file raises :class:`~ferry.errors.CorruptCheckpointError`;
 - prepared DataLoaders keep their epoch counter and generators across a resume (stock Accelerate keeps neither).
 
-Not covered: DeepSpeed, FSDP, Megatron-LM and XLA (their own checkpoint code; use ``accelerator.save_state``), more
-than one process, and the hooks of ``register_save_state_pre_hook``/``register_load_state_pre_hook`` (not called;
-a warning says so).
+Several processes (plain data parallel, ``DistributedType.MULTI_CPU``/``MULTI_GPU``): every process calls the
+function, as with Accelerate. The main process writes the files of the objects (the same on every process under DDP)
+and each process its own ``random_states_<process_index>``, into one temporary folder named by the main process;
+every process's state is checked before anything is written, and a failure on any process at any stage makes every
+process raise. The main process commits only after every process has written and fsynced its files, then rotates.
+``load_state`` reads the folder the main process picked on every process, each restoring its own RNG states.
+
+Not covered: DeepSpeed, FSDP, Megatron-LM and XLA (their own checkpoint code; use ``accelerator.save_state``), and the
+hooks of ``register_save_state_pre_hook``/``register_load_state_pre_hook`` (not called; a warning says so).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ferry._fs import remove_stale_temporaries
+from ferry.checkpoint.sharded import ranks
 from ferry.errors import (
     ArgumentError,
     CheckpointError,
@@ -75,7 +82,8 @@ def save_state(accelerator: Any, output_dir: str | os.PathLike[str] | None = Non
     :class:`~ferry.errors.CheckpointWarning` says what is missing.
 
     Args:
-        accelerator: The ``accelerate.Accelerator`` whose objects to save (one process).
+        accelerator: The ``accelerate.Accelerator`` whose objects to save; with several processes, every process
+            calls ``save_state`` with its own.
         output_dir: The folder to write, without automatic naming.
 
     Returns:
@@ -85,11 +93,13 @@ def save_state(accelerator: Any, output_dir: str | os.PathLike[str] | None = Non
         UnsafeCheckpointError: a state holds a value only pickle could store (a set, a NumPy array, an object); the
             message names the object and key. Raised before anything is written.
         CheckpointError: a tensor a ferry file cannot hold, an ``output_dir`` holding other files, an unsupported
-            setup (DeepSpeed, FSDP, Megatron-LM, XLA, more than one process) or a file-system failure (the previous
-            checkpoints are untouched).
+            setup (DeepSpeed, FSDP, Megatron-LM, XLA), several processes without their process group, or a
+            file-system failure (the previous checkpoints are untouched). With several processes, every process
+            raises when one fails; the others name it.
         ArgumentError: neither ``output_dir`` nor automatic naming, or automatic naming without ``project_dir``.
     """
-    _check_supported(accelerator, "save_state")
+    group = _check_supported(accelerator, "save_state")
+    main = group is None or group.rank == 0
     config = accelerator.project_configuration
     automatic = bool(config.automatic_checkpoint_naming)
     if automatic:
@@ -107,23 +117,35 @@ def save_state(accelerator: Any, output_dir: str | os.PathLike[str] | None = Non
     state.warn_uncovered(accelerator, "save")
     for problem in state.mid_pass_warnings(accelerator):
         warnings.warn(f"this checkpoint will not resume exactly: {problem}.", CheckpointWarning, stacklevel=2)
-    encoded = state.encode_all(state.collect(accelerator), planned)  # raises before anything is written
+    what = f"save_state to {str(planned)!r}"
+    # raises on every process before anything is written, when any process's state cannot be stored
+    encoded = ranks.agree(
+        group, lambda: state.encode_all(state.collect(accelerator), planned), what=what, where=planned
+    )
 
-    if automatic:
-        directory.mkdir(parents=True, exist_ok=True)
-        disk.remove_leftovers(directory)
-        index = max(int(config.iteration), max(disk.numbered(directory), default=-1) + 1)
-        final = directory / f"checkpoint_{index}"
-    else:
-        final = planned
-        disk.recover_parked(final)
-        disk.check_replaceable(final)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(final)
-    disk.write(final, encoded, accelerator)
-    if automatic:
+    def prepare() -> tuple[Path, int | None] | None:
+        """The folder to write, decided by the main process (which alone touches the file system here)."""
+        if not main:
+            return None
+        if automatic:
+            directory.mkdir(parents=True, exist_ok=True)
+            disk.remove_leftovers(directory)
+            index = max(int(config.iteration), max(disk.numbered(directory), default=-1) + 1)
+            return directory / f"checkpoint_{index}", index
+        disk.recover_parked(planned)
+        disk.check_replaceable(planned)
+        planned.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(planned)
+        return planned, None
+
+    decided = ranks.broadcast(group, ranks.agree(group, prepare, what=what, where=planned))
+    assert decided is not None  # the main process's answer
+    final, index = decided
+    disk.write(final, encoded, accelerator, group)
+    if index is not None:
         config.iteration = index + 1
-        disk.rotate(directory, config.total_limit)
+        if main:
+            disk.rotate(directory, config.total_limit)
     else:
         config.iteration += 1  # as Accelerate does
     return final
@@ -156,33 +178,52 @@ def load_state(accelerator: Any, input_dir: str | os.PathLike[str] | None = None
     Raises:
         CheckpointError: no such folder, no checkpoint to resume from, a folder that is not a checkpoint of
             :func:`save_state` or is incomplete, a checkpoint of another set of objects, or an unsupported setup.
+            With several processes, every process raises when one fails; the others name it.
         CorruptCheckpointError: with ``input_dir``, a file of it is damaged (the message names it); without, every
             checkpoint is. Nothing was changed.
         UnsafeCheckpointError: the folder was written by stock ``accelerator.save_state`` (pickles).
         StateDictMismatchError: a model's keys or shapes differ from the saved ones.
         ArgumentError: no ``input_dir`` and no automatic naming.
     """
-    _check_supported(accelerator, "load_state")
+    group = _check_supported(accelerator, "load_state")
+    main = group is None or group.rank == 0
     config = accelerator.project_configuration
     state.warn_uncovered(accelerator, "load")
     if input_dir is not None:
         folder = Path(os.path.expanduser(os.fspath(input_dir)))
-        disk.recover_parked(folder)
-        if not folder.is_dir():
-            raise disk.missing(folder, accelerator)
-        files = disk.read(folder, accelerator)
+        what, where = f"load_state of {str(folder)!r}", folder
+
+        def find() -> Path:
+            if main:
+                disk.recover_parked(folder)
+            if not folder.is_dir():
+                raise disk.missing(folder, accelerator)
+            return folder
+
     elif config.automatic_checkpoint_naming:
         directory = _checkpoints_directory(accelerator, "load_state")
-        if directory.is_dir():
-            disk.remove_leftovers(directory)
-        folder, files = disk.read_newest(directory, accelerator)
+        what, where = f"load_state of the newest checkpoint in {str(directory)!r}", directory
+
+        def find() -> Path:
+            if not main:
+                return directory  # the main process picks the checkpoint; this one reads it next
+            if directory.is_dir():
+                disk.remove_leftovers(directory)
+            newest, read = disk.read_newest(directory, accelerator)
+            found[newest] = read
+            return newest
+
     else:
         raise ArgumentError(
             "load_state(accelerator) needs input_dir: this Accelerator's ProjectConfiguration has "
             "automatic_checkpoint_naming=False, so there is no newest checkpoint to pick. Pass the folder that "
             "save_state returned, e.g. load_state(accelerator, 'checkpoints/step_100')."
         )
-    state.apply_all(accelerator, files, folder)
+    found: dict[Path, dict[str, Any]] = {}
+    # every process reads the folder the main process picked, so they never disagree
+    folder = ranks.broadcast(group, ranks.agree(group, find, what=what, where=where))
+    files = ranks.agree(group, lambda: found.get(folder) or disk.read(folder, accelerator), what=what, where=folder)
+    ranks.agree(group, lambda: state.apply_all(accelerator, files, folder), what=what, where=folder)
     match = disk.NAME.match(folder.name)
     if config.automatic_checkpoint_naming and match is not None:
         config.iteration = max(int(config.iteration), int(match.group(1)) + 1)
@@ -192,7 +233,8 @@ def load_state(accelerator: Any, input_dir: str | os.PathLike[str] | None = None
 # -- checks -----------------------------------------------------------------------------------------------------------
 
 
-def _check_supported(accelerator: Any, function: str) -> None:
+def _check_supported(accelerator: Any, function: str) -> ranks.Group | None:
+    """Raise for what is not supported; the process group when there is more than one process, else None."""
     if not isinstance(accelerator, accelerate.Accelerator):
         got = f"{type(accelerator).__module__}.{type(accelerator).__qualname__}"
         raise ArgumentError(
@@ -206,12 +248,23 @@ def _check_supported(accelerator: Any, function: str) -> None:
             f"ferry.integrations.accelerate.{function} does not support DistributedType.{kind}: its engine "
             f"checkpoints the model and optimizer itself, in its own files. Use accelerator.{stock}(...) for this run."
         )
-    if int(accelerator.num_processes) > 1:
-        raise CheckpointError(
-            f"ferry.integrations.accelerate.{function} runs in one process, but this Accelerator has "
-            f"{accelerator.num_processes} (DistributedType.{kind}). Use accelerator.{stock}(...) for multi-process "
-            "runs, or ferry.Checkpointer, which saves DDP and FSDP runs."
+    processes = int(accelerator.num_processes)
+    if processes == 1:
+        return None
+    group = ranks.current_group()
+    if group is None or group.world_size != processes or group.rank != int(accelerator.process_index):
+        seen = (
+            "no process group is up"
+            if group is None
+            else f"the process group has rank {group.rank} of {group.world_size}"
         )
+        raise CheckpointError(
+            f"ferry.integrations.accelerate.{function} cannot coordinate the {processes} processes of this "
+            f"Accelerator (DistributedType.{kind}, process {accelerator.process_index}): {seen}, and every process "
+            "must call it together through the default torch.distributed group. Create the Accelerator in each "
+            "process started by accelerate launch or torchrun, before calling it."
+        )
+    return group
 
 
 def _checkpoints_directory(accelerator: Any, function: str) -> Path:
