@@ -224,6 +224,18 @@ def test_an_unstorable_registered_object_raises_before_anything_is_written(tmp_p
     assert 0 == run.accelerator.save_iteration
 
 
+def test_several_processes_without_a_process_group_are_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = make_run(tmp_path)
+    monkeypatch.setattr(Accelerator, "num_processes", property(lambda self: 2))
+
+    for call in (save_state, load_state):
+        with pytest.raises(CheckpointError, match=r"cannot coordinate the 2 processes .*: no process group is up"):
+            call(run.accelerator)
+    assert not (tmp_path / "checkpoints").exists()
+
+
 def test_an_explicit_output_dir_is_replaced_whole_but_a_folder_of_other_files_is_refused(tmp_path: Path) -> None:
     run = make_run(None)
     target = tmp_path / "ckpt"
