@@ -276,6 +276,24 @@ def test_naming_continues_after_the_loaded_checkpoint_and_total_limit_deletes_th
     assert ["checkpoint_3", "checkpoint_4"] == names(tmp_path / "checkpoints")
 
 
+def test_an_empty_checkpoint_folder_is_skipped_and_never_pushes_a_good_one_out(tmp_path: Path) -> None:
+    # what a stock accelerator.save_state killed at its start leaves: an empty checkpoint_<n> (it writes in place)
+    run = make_run(tmp_path, total_limit=2)
+    save_state(run.accelerator)
+    run.counter.count = 1
+    save_state(run.accelerator)
+    checkpoints = tmp_path / "checkpoints"
+    (checkpoints / "checkpoint_2").mkdir()
+
+    other = make_run(tmp_path, total_limit=2)
+    with pytest.warns(ferry.CheckpointWarning, match=r"checkpoint_2.*not a complete checkpoint"):
+        assert "checkpoint_1" == load_state(other.accelerator).name
+    assert 1 == other.counter.count
+    assert "checkpoint_3" == save_state(other.accelerator).name
+    # the limit counts checkpoints of save_state: the good checkpoint_1 stays, the empty folder is left alone
+    assert ["checkpoint_1", "checkpoint_2", "checkpoint_3"] == names(checkpoints)
+
+
 def test_a_half_written_folder_is_never_loaded_and_a_dead_writers_one_is_removed(tmp_path: Path) -> None:
     run = make_run(tmp_path, total_limit=None)
     save_state(run.accelerator)

@@ -205,10 +205,12 @@ def remove_leftovers(directory: Path) -> None:
 
 
 def rotate(directory: Path, total_limit: int | None) -> None:
-    """Delete the oldest ``checkpoint_<n>`` folders beyond the newest ``total_limit`` (at least the newest is kept)."""
+    """Delete the oldest checkpoints of ``save_state`` beyond the newest ``total_limit`` (the newest always stays)."""
     if total_limit is None:
         return
-    found = numbered(directory)
+    # only this layout's checkpoints count and go: an empty or foreign `checkpoint_<n>` (a stock save killed early)
+    # neither pushes a good checkpoint out nor is deleted
+    found = {number: folder for number, folder in numbered(directory).items() if _is_ours(folder)}
     keep = max(1, int(total_limit))
     for number in sorted(found)[:-keep]:
         with contextlib.suppress(OSError):  # best effort, as Accelerate's: the new checkpoint is committed
@@ -291,6 +293,15 @@ def read_newest(directory: Path, accelerator: Any) -> tuple[Path, dict[str, Any]
     damaged: list[CorruptCheckpointError] = []
     for number in sorted(found, reverse=True):
         folder = found[number]
+        if not (folder / MANIFEST_FILE).exists() and not _looks_stock(folder):
+            # empty, or a few stray files: a save killed before it wrote anything (stock Accelerate writes in place)
+            damaged.append(
+                CorruptCheckpointError(
+                    f"{str(folder)!r} is not a complete checkpoint (no {MANIFEST_FILE}; a save killed early?)",
+                    path=folder,
+                )
+            )
+            continue
         try:
             files = read(folder, accelerator)
         except CorruptCheckpointError as err:
