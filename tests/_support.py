@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -12,3 +16,19 @@ CASES = SHARED / "cases"
 WORKERS = Path(__file__).resolve().parent / "_workers"
 #: ``ferry lint`` fixture files with inline ``# FRY001`` markers
 LINT_FIXTURES = Path(__file__).resolve().parent / "lint" / "fixtures"
+
+
+@contextlib.contextmanager
+def one_launch_at_a_time() -> Iterator[None]:
+    """Hold a machine-wide lock while a test runs several ranks (torchrun, a 2-rank benchmark or demo).
+
+    pytest-xdist runs tests side by side, and each launch picks "free" ports for its rendezvous and process group by
+    binding port 0 and letting go: two launches at once can pick the same port and talk to each other's ranks (seen
+    as a rank aborting at exit). One launch at a time costs little: the launches are a few seconds each.
+    """
+    with open(Path(tempfile.gettempdir()) / "ferry-tests-launch.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

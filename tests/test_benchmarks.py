@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from _support import REPO
+from _support import REPO, one_launch_at_a_time
 
 BENCHMARKS = REPO / "benchmarks"
 GPU_CHECK = REPO / "scripts" / "gpu-check"
@@ -130,7 +130,8 @@ def test_bench_sharded_quick(tmp_path: Path) -> None:
     out = tmp_path / "sharded.json"
     script = str(BENCHMARKS / "bench_sharded.py")
     options = ["--quick", "--device", "cpu", "--repeat", "1", "--dir", str(folder), "--json", str(out)]
-    proc = run_script([sys.executable, script, *options], timeout=180)
+    with one_launch_at_a_time():  # it runs 2 ranks
+        proc = run_script([sys.executable, script, *options], timeout=180)
 
     assert 0 == proc.returncode, proc.stderr
     report = json.loads(out.read_text())
@@ -153,7 +154,8 @@ def gpu_check_env() -> dict[str, str]:
 
 def test_gpu_check_allow_cpu_writes_its_files(tmp_path: Path) -> None:
     out = tmp_path / "gpu-results"
-    proc = run_script(["bash", str(GPU_CHECK), "--allow-cpu", str(out)], timeout=480, env=gpu_check_env())
+    with one_launch_at_a_time():  # its DDP check runs 2 ranks
+        proc = run_script(["bash", str(GPU_CHECK), "--allow-cpu", str(out)], timeout=480, env=gpu_check_env())
 
     assert 0 == proc.returncode, proc.stdout + proc.stderr
     assert GPU_CHECK_FILES == sorted(p.name for p in out.iterdir())

@@ -9,7 +9,7 @@ from torch import nn
 
 import ferry
 import ferry.distributed
-from _support import WORKERS
+from _support import WORKERS, one_launch_at_a_time
 from ferry._dist import Launch as _Launch
 from ferry._dist import launch as _launch
 from ferry.distributed import _check_backend, _init
@@ -135,9 +135,10 @@ def torchrun(scenario, tmp_path):
     """Run the worker's ``scenario`` on 2 CPU ranks (a free port chosen by --standalone); each rank's JSON."""
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "FERRY_DEVICE")}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    done = subprocess.run(
-        [*command, str(WORKER), scenario, str(tmp_path)], capture_output=True, text=True, timeout=60, env=env
-    )
+    with one_launch_at_a_time():
+        done = subprocess.run(
+            [*command, str(WORKER), scenario, str(tmp_path)], capture_output=True, text=True, timeout=60, env=env
+        )
     assert 0 == done.returncode, done.stdout + done.stderr
     return [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
 

@@ -8,6 +8,7 @@ import time
 import pytest
 import torch
 
+from _support import one_launch_at_a_time
 from ferry.cli import main
 from ferry.cli.demo import _rank_device_type
 from ferry.errors import ArgumentError
@@ -176,35 +177,36 @@ def _weights(directory):
 def test_demo_on_two_ranks_survives_sigterm_to_the_launcher_and_resumes_exactly(tmp_path, capfd):
     # 2 ranks for 100 steps straight (in this process) vs 2 ranks whose launcher gets SIGTERM after the first
     # checkpoint (mid-epoch), then resumed: the same weights
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert main(["demo", "--nproc", "2", "--steps", "100", "--every", "50", "--dir", str(a)]) == 0
-    out = capfd.readouterr().out
-    assert 1 == out.count("ferry demo: training on 2 ranks (cpu, gloo)")  # only rank 0 prints
-    assert "outputs match the trained model" in out
-    assert ["step-000000050", "step-000000100"] == sorted(p.name for p in (a / "checkpoints").iterdir())
-    assert {"rng-00000.safetensors", "rng-00001.safetensors"} <= {p.name for p in (a / "checkpoints").glob("*/*")}
+    with one_launch_at_a_time():  # 2 ranks, three launches
+        a, b = tmp_path / "a", tmp_path / "b"
+        assert main(["demo", "--nproc", "2", "--steps", "100", "--every", "50", "--dir", str(a)]) == 0
+        out = capfd.readouterr().out
+        assert 1 == out.count("ferry demo: training on 2 ranks (cpu, gloo)")  # only rank 0 prints
+        assert "outputs match the trained model" in out
+        assert ["step-000000050", "step-000000100"] == sorted(p.name for p in (a / "checkpoints").iterdir())
+        assert {"rng-00000.safetensors", "rng-00001.safetensors"} <= {p.name for p in (a / "checkpoints").glob("*/*")}
 
-    command = [sys.executable, "-m", "ferry", "demo", "--nproc", "2", "--steps", "100", "--every", "10"]
-    command += ["--dir", str(b)]
-    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "FERRY_DEVICE")}
-    env["PYTHONUNBUFFERED"] = "1"
-    checkpoints = b / "checkpoints"
-    out, proc = sigterm_after_first_checkpoint(command, env, checkpoints)
-    assert proc.returncode == 128 + signal.SIGTERM, out
-    assert "Traceback" not in out
-    interrupted_at = int(re.search(r"interrupted: saved step (\d+)", out).group(1))
-    assert 10 <= interrupted_at < 100
-    assert [f"step-{interrupted_at:09d}"] == [p.name for p in checkpoints.glob(f"step-*{interrupted_at}")]
-    assert f"ferry demo --dir {b} --steps 100 --every 10 --seed 0 --nproc 2" in " ".join(out.split())  # rich wraps
+        command = [sys.executable, "-m", "ferry", "demo", "--nproc", "2", "--steps", "100", "--every", "10"]
+        command += ["--dir", str(b)]
+        env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "FERRY_DEVICE")}
+        env["PYTHONUNBUFFERED"] = "1"
+        checkpoints = b / "checkpoints"
+        out, proc = sigterm_after_first_checkpoint(command, env, checkpoints)
+        assert proc.returncode == 128 + signal.SIGTERM, out
+        assert "Traceback" not in out
+        interrupted_at = int(re.search(r"interrupted: saved step (\d+)", out).group(1))
+        assert 10 <= interrupted_at < 100
+        assert [f"step-{interrupted_at:09d}"] == [p.name for p in checkpoints.glob(f"step-*{interrupted_at}")]
+        assert f"ferry demo --dir {b} --steps 100 --every 10 --seed 0 --nproc 2" in " ".join(out.split())  # rich wraps
 
-    second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
-    assert second.returncode == 0, second.stdout + second.stderr
-    assert interrupted_at == int(re.search(r"at step (\d+)", second.stdout).group(1))
+        second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert interrupted_at == int(re.search(r"at step (\d+)", second.stdout).group(1))
 
-    wa, wb = _weights(a), _weights(b)
-    assert wa.keys() == wb.keys() == build_keys()
-    for key in wa:
-        assert torch.equal(wa[key], wb[key]), key
+        wa, wb = _weights(a), _weights(b)
+        assert wa.keys() == wb.keys() == build_keys()
+        for key in wa:
+            assert torch.equal(wa[key], wb[key]), key
 
 
 def build_keys():

@@ -26,7 +26,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import ferry
-from _support import REPO
+from _support import REPO, one_launch_at_a_time
 from ferry._fs import TMP_MARKER
 from ferry.checkpoint.file.kinds import sniff
 from ferry.errors import (
@@ -492,7 +492,14 @@ def ddp_events(project_dir: Path, params_file: Path, *extra: str) -> list[dict[s
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     pythonpath = os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])
-    proc = subprocess.run(
+    with one_launch_at_a_time():
+        proc = _launch(port, pythonpath, project_dir, params_file, *extra)
+    assert 0 == proc.returncode, proc.stderr[-4000:]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def _launch(port: int, pythonpath: str, project_dir: Path, params_file: Path, *extra: str) -> Any:
+    return subprocess.run(
         [
             *(sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"),
             *("--master_addr", "127.0.0.1", "--master_port", str(port)),
@@ -504,8 +511,6 @@ def ddp_events(project_dir: Path, params_file: Path, *extra: str) -> list[dict[s
         env={**os.environ, "PYTHONPATH": pythonpath, "OMP_NUM_THREADS": "1"},
         check=False,
     )
-    assert 0 == proc.returncode, proc.stderr[-4000:]
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
 def by_rank(seen: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:

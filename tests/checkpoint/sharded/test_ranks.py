@@ -19,7 +19,7 @@ from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
 
 import checkpoint_worker
 import ferry
-from _support import WORKERS
+from _support import WORKERS, one_launch_at_a_time
 from ferry.checkpoint.folder import is_plain_dcp
 from ferry.checkpoint.sharded import storage as dcp
 from ferry.errors import CheckpointError, CorruptCheckpointError
@@ -256,13 +256,14 @@ def torchrun(nproc, scenario, out, *args, check=True):
     """Run the worker's ``scenario`` on ``nproc`` CPU ranks; each rank's JSON (None if the run failed)."""
     env = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARIABLES}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc)]
-    done = subprocess.run(
-        [*command, str(WORKER), scenario, str(out), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    with one_launch_at_a_time():
+        done = subprocess.run(
+            [*command, str(WORKER), scenario, str(out), *map(str, args)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
     if not check:
         return done
     assert 0 == done.returncode, done.stdout + done.stderr
