@@ -342,6 +342,27 @@ def test_a_damaged_file_names_itself_or_is_skipped_for_the_previous_checkpoint(t
 # -- errors -----------------------------------------------------------------------------------------------------------
 
 
+def test_after_skipping_a_damaged_checkpoint_the_limit_keeps_the_good_one(tmp_path: Path) -> None:
+    # found by a new user: total_limit=2 after a fallback kept the damaged newest and deleted the good one loaded
+    run = make_run(tmp_path, total_limit=2)
+    for count in range(2):
+        run.counter.count = count
+        save_state(run.accelerator)
+    damaged = tmp_path / "checkpoints" / "checkpoint_1" / "model.safetensors"
+    data = bytearray(damaged.read_bytes())
+    data[-3] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+
+    other = make_run(tmp_path, total_limit=2)
+    with pytest.warns(CheckpointWarning, match="skipped a damaged checkpoint"):
+        assert "checkpoint_0" == load_state(other.accelerator).name
+    assert "checkpoint_2" == save_state(other.accelerator).name
+    # the damaged checkpoint_1 is left for inspection and does not count: the good checkpoint_0 stays
+    assert ["checkpoint_0", "checkpoint_1", "checkpoint_2"] == names(tmp_path / "checkpoints")
+    assert "checkpoint_3" == save_state(other.accelerator).name
+    assert ["checkpoint_1", "checkpoint_2", "checkpoint_3"] == names(tmp_path / "checkpoints")
+
+
 def test_a_missing_input_dir_says_where_the_checkpoints_are(tmp_path: Path) -> None:
     run = make_run(tmp_path)
     save_state(run.accelerator)

@@ -204,13 +204,24 @@ def remove_leftovers(directory: Path) -> None:
                 leftover.unlink()
 
 
+#: Checkpoint folders that :func:`read_newest` skipped as damaged in this process (resolved paths): rotation
+#: neither counts nor deletes them.
+SKIPPED_AS_DAMAGED: set[Path] = set()
+
+
 def rotate(directory: Path, total_limit: int | None) -> None:
     """Delete the oldest checkpoints of ``save_state`` beyond the newest ``total_limit`` (the newest always stays)."""
     if total_limit is None:
         return
     # only this layout's checkpoints count and go: an empty or foreign `checkpoint_<n>` (a stock save killed early)
     # neither pushes a good checkpoint out nor is deleted
-    found = {number: folder for number, folder in numbered(directory).items() if _is_ours(folder)}
+    # nor does one that load_state skipped as damaged in this process: it stays for inspection, and the good one
+    # loaded instead is not pushed out by it
+    found = {
+        number: folder
+        for number, folder in numbered(directory).items()
+        if _is_ours(folder) and folder.resolve() not in SKIPPED_AS_DAMAGED
+    }
     keep = max(1, int(total_limit))
     for number in sorted(found)[:-keep]:
         with contextlib.suppress(OSError):  # best effort, as Accelerate's: the new checkpoint is committed
@@ -306,6 +317,7 @@ def read_newest(directory: Path, accelerator: Any) -> tuple[Path, dict[str, Any]
             files = read(folder, accelerator)
         except CorruptCheckpointError as err:
             damaged.append(err)
+            SKIPPED_AS_DAMAGED.add(folder.resolve())
             continue
         for skipped in damaged:
             warnings.warn(
