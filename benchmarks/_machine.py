@@ -9,6 +9,7 @@ import os
 import platform
 import shutil
 import signal
+import statistics
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -115,3 +116,26 @@ def run_folder(directory: Path | None, *, prefix: str, needed: int) -> Iterator[
         if directory is None:
             with contextlib.suppress(OSError):
                 parent.rmdir()  # only if empty: build/ may hold other things
+
+
+def method_figures(
+    times: dict[str, list[float]], size: int, durable: dict[str, bool]
+) -> tuple[dict[str, dict[str, Any]], Any]:
+    """Per method: median/min/max seconds, the samples, MB/s of ``size`` bytes, durability; and ``ratio(a, b)``, the
+    ratio of two methods' medians (None if either is missing)."""
+    methods = {
+        method: {
+            "median_s": statistics.median(ts),
+            "min_s": min(ts),
+            "max_s": max(ts),
+            "samples_s": ts,
+            "mb_per_s": size / statistics.median(ts) / 1e6,
+            "durable": durable[method],
+        }
+        for method, ts in times.items()
+    }
+
+    def ratio(a: str, b: str) -> float | None:
+        return methods[a]["median_s"] / methods[b]["median_s"] if a in methods and b in methods else None
+
+    return methods, ratio

@@ -27,7 +27,6 @@ import datetime
 import gc
 import os
 import shutil
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -152,20 +151,7 @@ def run(trainer: FerryTrainer, folder: Path, repeat: int, warmup: int) -> tuple[
 
 
 def summarize(times: dict[str, list[float]], size: int) -> dict[str, Any]:
-    methods = {
-        method: {
-            "median_s": statistics.median(ts),
-            "min_s": min(ts),
-            "max_s": max(ts),
-            "samples_s": ts,
-            "mb_per_s": size / statistics.median(ts) / 1e6,
-            "durable": DURABLE[method],
-        }
-        for method, ts in times.items()
-    }
-
-    def ratio(a: str, b: str) -> float | None:
-        return methods[a]["median_s"] / methods[b]["median_s"] if a in methods and b in methods else None
+    methods, ratio = _machine.method_figures(times, size, DURABLE)
 
     return {
         "methods": methods,
