@@ -199,6 +199,10 @@ def _passable(name: str, val: Val) -> Val | None:
         return replace(val, name=name)
     if val.what in ("any", *TENSORISH, "loader", "batch", "device"):
         return replace(val, origin=None, name=name)
+    if val.what == "tuple" and val.items:  # `train(model, (features, adj), labels)`: each item as it is
+        items = tuple(_passable(f"{name}[{i}]", item) or UNKNOWN for i, item in enumerate(val.items))
+        if any(item.what != "unknown" for item in items):
+            return Val("tuple", items=items, name=name)
     return None
 
 
@@ -315,6 +319,7 @@ class _Flow(CallsMixin):
         self.excluded: frozenset[str] = frozenset()
         self.scope: ast.AST = ctx.tree
         self.silent = 0
+        self.first_pass = 0  # how many of the `silent` levels are first readings of a loop body
         self.loop_depth = 0
         self.strange_context = 0
         self.default_device_set = "set_default_device" in ctx.source or "set_default_tensor_type" in ctx.source
@@ -578,7 +583,7 @@ class _Flow(CallsMixin):
                 for keyword in node.keywords:
                     if keyword.arg is not None:
                         given[keyword.arg] = kwargs.get(keyword.arg, UNKNOWN)
-        if not self.silent:
+        if not self.silent or self.silent == self.first_pass:  # the first pass of a loop is a real call too
             sites = self.call_sites.setdefault(func.name, [])
             if given is None or sites is None:
                 self.call_sites[func.name] = None
@@ -599,7 +604,7 @@ class _Flow(CallsMixin):
 
     def _scope(self, scope: ast.AST, body: list[ast.stmt], params: dict[str, Val], excluded: frozenset[str]) -> None:
         self.scope, self.env, self.excluded = scope, dict(params), excluded
-        self.silent = self.loop_depth = self.strange_context = 0
+        self.silent = self.first_pass = self.loop_depth = self.strange_context = 0
         self._owners = set()
         with suppress(RecursionError):  # absurdly nested code: stop reading this scope
             self._block(body)
@@ -847,7 +852,9 @@ class _Flow(CallsMixin):
                         entry[name] = UNKNOWN
         else:
             self.silent += 1
+            self.first_pass += 1
             self._loop_body(stmt, element)
+            self.first_pass -= 1
             self.silent -= 1
             entry = merge(before, self.env)
         self.env = dict(entry)
@@ -1245,8 +1252,8 @@ class _Flow(CallsMixin):
 
     def label(self, val: Val, node: ast.AST) -> str:
         """How a message names a value: the name it was bound to, or its source text."""
-        if val.name is not None and val.origin is not None:
-            return val.name
+        if val.name is not None and (val.origin is not None or isinstance(node, ast.Starred)):
+            return val.name  # an item of `*inputs` is named by where it came from
         return short(self.segment(node)) or val.name or "value"
 
     @staticmethod
@@ -1257,11 +1264,15 @@ class _Flow(CallsMixin):
         """How to move a host value: reassign its name, or move the expression where it is used."""
         if val.name is not None and val.origin is not None:
             return f"`{val.name} = {val.name}.to({where})`"
+        if val.name is not None and isinstance(node, ast.Starred):
+            return f"move `{val.name}` with `.to({where})` before it is packed into `{short(self.segment(node.value))}`"
         text = f"`{short(self.segment(node))}.to({where})`"
         return f"{text}, or make it with `device={where}`" if isinstance(node, ast.Call) else text
 
     def report(self, code: str, node: ast.AST, message: str) -> None:
         """Record a finding (once per rule and line; not during the first, silent reading of a loop body)."""
-        if self.silent or self.returns is not None:  # a function read for its return value reports nothing
+        if self.returns is not None:  # a function read for its return value reports nothing
             return
+        if self.silent and not (code == "FRY007" and self.silent == self.first_pass):
+            return  # FRY007 also from the first reading: the first pass meets the module as it was before the loop
         self.found.setdefault((code, line(node)), Report(code, node, message))

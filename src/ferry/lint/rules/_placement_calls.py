@@ -212,6 +212,9 @@ class CallsMixin(DevicesMixin):
                 self.env[owner] = UNKNOWN  # type: ignore[index]
             self._escape(node)
             return UNKNOWN
+        if receiver.what == "batch" and method in MOVES and method != "type" and not top:
+            where, dev = self._move_target(node, method, receiver)  # `x = x.to(device)` for a loader's batch
+            return UNKNOWN if where == KEEP else Val("batch", where, dev=dev, moved_at=line(node))
         if receiver.what == "unknown" and method in ("eval", "train") and not node.args:
             return UNKNOWN
         if receiver.what == "unknown" and method in MOVES and method != "type":
@@ -483,11 +486,7 @@ class CallsMixin(DevicesMixin):
         if name in LAYERS_WITH_PARAMETERS:
             params = True
         elif name.startswith("InstanceNorm"):
-            params = any(
-                k.arg in ("affine", "track_running_stats")
-                and not (isinstance(k.value, ast.Constant) and not k.value.value)
-                for k in node.keywords
-            )
+            params = _norm_with_state(node)
         elif name in LAYERS_WITHOUT_PARAMETERS:
             params = False
         elif name in ("Sequential", "ModuleList"):
@@ -550,12 +549,15 @@ class CallsMixin(DevicesMixin):
                 if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter"):
                     params = True
                 full = self.ctx.qualname(func) or ""
-                if (full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in LAYERS_WITH_PARAMETERS) or full in (
-                    "torch.nn.Parameter",
-                    "torch.nn.parameter.Parameter",
-                    "timm.create_model",
+                if (
+                    (full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in LAYERS_WITH_PARAMETERS)
+                    or full in ("torch.nn.Parameter", "torch.nn.parameter.Parameter", "timm.create_model")
+                    or (full.startswith("torch.nn.InstanceNorm") and _norm_with_state(node))
                 ):
                     params = True
+                elif full in self.ctx.kinds.classes and full != name and self.ctx.kinds.class_is_module(full):
+                    part_params, _ = self._class_info(full)  # `self.conv1 = ConvLayer(...)`: a layer of the file
+                    params = params or part_params
         self._classes[name] = (params, aware)
         return params, aware
 
@@ -565,16 +567,22 @@ class CallsMixin(DevicesMixin):
         """``module(x, ...)``: FRY006 for a host ``x`` into a module on the device, FRY007 for the reverse."""
         if module.loss:
             return self._loss(node, module, args, kwargs)
-        if not node.args or isinstance(node.args[0], ast.Starred):
+        nodes: list[ast.expr] = list(node.args)
+        star = nodes[0] if len(nodes) == 1 and isinstance(nodes[0], ast.Starred) else None
+        packed = self.ev(star.value) if star is not None and isinstance(star.value, ast.Name | ast.Attribute) else None
+        if packed is not None and packed.what == "tuple" and packed.items:
+            args = list(packed.items)  # `model(*inputs)` with `inputs` a tuple of known items
+            nodes = [node.args[0]] * len(args)
+        elif not nodes or isinstance(nodes[0], ast.Starred):
             return Val("output", module.where, dev=module.dev) if module.where == DEVICE else UNKNOWN
-        first, first_node = args[0], node.args[0]
+        first, first_node = args[0], nodes[0]
         callee = self.label(module, node.func)
         if module.wrapper and module.where == DEVICE:
             return Val("output", DEVICE, dev=module.dev)  # gathered on the device whatever the input
         if module.where == DEVICE and module.params is not False:
             host = [
                 (a, n)
-                for i, (a, n) in enumerate(zip(args, node.args, strict=False))
+                for i, (a, n) in enumerate(zip(args, nodes, strict=False))
                 if a.what in TENSORISH and a.where == HOST and (i == 0 or _later_input(a, n))
             ]
             if host:
@@ -593,7 +601,9 @@ class CallsMixin(DevicesMixin):
             return UNKNOWN
         if module.params is False:
             return Val("output", first.where, dev=first.dev) if first.what in TENSORISH else UNKNOWN
-        on_device = first.where == DEVICE and (first.what in TENSORISH or (first.what == "any" and not first.inplace))
+        on_device = first.where == DEVICE and (
+            first.what in (*TENSORISH, "batch") or (first.what == "any" and not first.inplace)
+        )  # a batch moved with `.to(device)` is a tensor or an object that moves its tensors
         origin = module.origin
         if on_device and module.part is not None and origin is not None and not self._moved_after(node.func, origin):
             where = first.dev or "device"
@@ -730,9 +740,15 @@ class CallsMixin(DevicesMixin):
     def _may_run_before(self, move: ast.AST, use: ast.AST) -> bool:
         """Whether ``move`` may run before ``use``: in a function, earlier in the code, or in a loop around both.
 
-        A move further down the module's own code, outside any loop around the use, runs after it.
+        A move further down the module's own code, outside any loop around the use, runs after it; so does a move
+        further down the same function, even in a loop around both: the first pass reaches the use first.
         """
-        if not isinstance(self.scope, ast.Module) or line(move) < line(use):
+        if line(move) < line(use):
+            return True
+        function = self.ctx.enclosing_function(use)
+        if function is not None and function is self.ctx.enclosing_function(move) and function is self.scope:
+            return False
+        if not isinstance(self.scope, ast.Module):
             return True
         if self.ctx.enclosing_function(move) is not None:
             return True
@@ -949,6 +965,14 @@ def _layer(ctx: FileContext, cls: ast.ClassDef | None, attr: str) -> bool:
     return False
 
 
+def _norm_with_state(node: ast.Call) -> bool:
+    """Whether the ``InstanceNorm`` built by ``node`` holds parameters or buffers (``affine``, running stats)."""
+    return any(
+        k.arg in ("affine", "track_running_stats") and not (isinstance(k.value, ast.Constant) and not k.value.value)
+        for k in node.keywords
+    )
+
+
 def _batch(source: Val) -> Val:
     """What a loader or a dataset gives: a batch where its tensors are, or a tuple of tensors each on its own."""
     if source.items:
@@ -973,7 +997,7 @@ def _later_input(val: Val, node: ast.expr) -> bool:
 
     Not a zero-dimensional one, and not one named as a length, size or count.
     """
-    if val.scalar or isinstance(node, ast.Starred):
+    if val.scalar or (isinstance(node, ast.Starred) and val.name is None):
         return False
     text = (val.name or dotted(node) or "").lower()
     return bool(text) and not any(word in text for word in _HOST_ARGUMENT_WORDS)
