@@ -306,3 +306,90 @@ def ferry_sanitize(**kwargs: object):  # type: ignore[no-untyped-def]
     import ferry
 
     return ferry.sanitize(**kwargs)  # type: ignore[arg-type]
+
+
+def test_packed_sequences_keep_lengths_and_batch_sizes_on_the_host_and_train() -> None:
+    # pack_padded_sequence requires CPU lengths; batch_sizes stay on the host through the RNN and pad_packed_sequence
+    with pretend_cuda():
+        torch.manual_seed(0)
+        embedded = torch.randn(5, 2, 4, device="cuda", requires_grad=True)
+        packed = nn.utils.rnn.pack_padded_sequence(embedded, torch.tensor([5, 3]))
+        gru = nn.GRU(4, 4, bidirectional=True).cuda()
+        out, hidden = gru(packed)
+        padded, lengths = nn.utils.rnn.pad_packed_sequence(out)
+        (padded.sum() + hidden.sum()).backward()
+        assert (CUDA0, "cpu", CUDA0, "cpu") == (
+            packed.data.device,
+            packed.batch_sizes.device.type,
+            out.data.device,
+            out.batch_sizes.device.type,
+        )
+        assert (CUDA0, [5, 3]) == (padded.device, lengths.tolist())
+        assert {CUDA0} == {embedded.grad.device, *(p.grad.device for p in gru.parameters())}
+        with pytest.raises(RuntimeError, match=MISMATCH):
+            gru(torch.randn(5, 2, 4))  # a host input into the GPU layer still fails
+
+
+def test_the_same_sanitized_program_with_packed_sequences_reports_nothing(tmp_path) -> None:
+    script = tmp_path / "packed.py"
+    script.write_text(
+        "import torch\nfrom torch import nn\n"
+        "x = torch.randn(5, 2, 4, device='cuda')\n"
+        "packed = nn.utils.rnn.pack_padded_sequence(x, torch.tensor([5, 3]))\n"
+        "out, h = nn.LSTM(4, 4).cuda()(packed)\n"
+        "print('done', nn.utils.rnn.pad_packed_sequence(out)[0].device)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "ferry", "run", "--sanitize", "--pretend", "cuda", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "done cuda:0" in run.stdout
+
+
+@pytest.mark.filterwarnings("ignore:To copy construct from a tensor")
+def test_torch_tensor_of_a_gpu_tensor_stays_on_its_device() -> None:
+    # torch.tensor(data) with no device= copies a tensor where it is (PyTorch's documented rule)
+    with pretend_cuda():
+        mean = torch.tensor([0.485, 0.456, 0.406]).cuda()
+        assert CUDA0 == torch.tensor(mean).device
+        assert CUDA0 == torch.as_tensor(mean).device
+        assert torch.device("cpu") == torch.tensor(mean, device="cpu").device
+        assert torch.device("cpu") == torch.tensor([mean[0], mean[1]]).device  # a list of scalars: read, on the host
+
+
+@pytest.mark.filterwarnings("ignore:torch.set_default_tensor_type")
+def test_legacy_cpu_types_read_gpu_scalars_and_keep_their_type_checks() -> None:
+    with pretend_cuda():
+        top = torch.tensor([[3], [1], [4]], device="cuda")
+        built = torch.LongTensor([[top[i][0] for i in range(3)]])
+        assert (torch.device("cpu"), torch.int64, [[3, 1, 4]]) == (built.device, built.dtype, built.tolist())
+        assert isinstance(built, torch.LongTensor) and not isinstance(top, torch.LongTensor)
+        assert isinstance(top, torch.cuda.LongTensor)
+        assert torch.int64 == torch.ones(2).type(torch.LongTensor).dtype
+        torch.set_default_tensor_type(torch.DoubleTensor)
+        try:
+            assert torch.float64 == torch.zeros(1).dtype
+        finally:
+            torch.set_default_tensor_type(torch.FloatTensor)
+    assert torch.LongTensor.__module__ == "torch" and isinstance(torch.zeros(1, dtype=torch.long), torch.LongTensor)
+
+
+def test_a_model_moved_while_an_earlier_output_holds_its_graph() -> None:
+    # a GPU moves parameters with `param.data = ...`; swapping them fails while a graph holds them: moved anyway,
+    # tied weights still tied
+    with pretend_cuda():
+        embedding = nn.Embedding(5, 4)
+        head = nn.Linear(4, 5, bias=False)
+        head.weight = embedding.weight
+        net = nn.Sequential(embedding, nn.Linear(4, 4), head)
+        kept = net(torch.tensor([[1, 2]]))  # keeps the graph, and so the parameters, alive
+        net.to("cuda")
+        assert net[0].weight is net[2].weight
+        assert {CUDA0} == {p.device for p in net.parameters()}
+        out = net(torch.tensor([[1, 2]], device="cuda"))
+        out.sum().backward()
+        assert (CUDA0, CUDA0) == (out.device, net[1].weight.grad.device)
+        assert kept.device.type == "cpu"

@@ -25,7 +25,7 @@ from ferry.sanitizer._modules import ModuleStack
 from ferry.sanitizer._moves import MOVE_METHODS, is_discarded
 from ferry.sanitizer._syncs import SYNC_METHODS, AcceleratorTest
 from ferry.sanitizer._train_mode import TrainModeWatch
-from ferry.sanitizer.pretend._tensor import pretend_numpy
+from ferry.sanitizer.pretend._tensor import host_arguments, pretend_numpy
 
 Tensor = torch.Tensor
 
@@ -118,8 +118,10 @@ class SanitizerMode(TorchFunctionMode):
                     self.count_sync(source_line(frame))
             if func in NUMPY_METHODS and args[0].device.type != "cpu" and not kwargs.get("force"):
                 self._check_numpy(args[0])
-        if func not in MIXING_ALLOWED and _mixed(args, kwargs):
-            self._check_devices(func, args, kwargs)
+        host = host_arguments(func, args)  # lengths and batch_sizes of packed sequences stay on the host
+        checked = tuple(None if i in host else a for i, a in enumerate(args)) if host else args
+        if func not in MIXING_ALLOWED and _mixed(checked, kwargs):
+            self._check_devices(func, checked, kwargs)
         elif func in _INDEXING and len(args) > 1 and _device_index_into_host(args[0], args[1]):
             self._check_devices(func, args[:2], {})  # CPU indices may index a GPU tensor, not the other way round
         result = func(*args, **kwargs)

@@ -29,7 +29,12 @@ How it works:
       parameter's contents are swapped with its moved copy
       (``torch.utils.swap_tensors``, PyTorch's ``swap_module_params_on_conversion``, for ``Module._apply`` only), so
       optimizers built before the move, tied weights and hooks keep seeing the module's parameters (optimizer
-      state stays where it was made).
+      state stays where it was made). A parameter that an autograd graph still holds cannot be swapped: it then
+      becomes a new Parameter on the pretend GPU (tied weights stay tied), where a GPU would keep the object.
+    * Host arguments are checked as PyTorch checks them: the ``lengths`` of ``pack_padded_sequence`` and the
+      ``batch_sizes`` of a packed sequence stay on the host (see ``_HOST_ARGUMENTS`` in ``_tensor.py``);
+      ``torch.tensor(t)`` copies a tensor where it is; the legacy CPU types (``torch.LongTensor([...])``) read
+      pretend scalars in their data.
     * ``torch.cuda`` and ``torch.accelerator`` functions are replaced for the duration (see
       :data:`PATCHED_CUDA_FUNCTIONS` and :data:`PATCHED_ACCELERATOR_FUNCTIONS`), as are the legacy types
       (``torch.cuda.FloatTensor``...), ``torch.device`` (so ``torch.device(0)`` and ``Module.to(0)`` mean
@@ -70,6 +75,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import types
 import warnings
 from collections.abc import Callable, Iterator
@@ -87,6 +93,7 @@ from ferry.sanitizer.pretend._tensor import (
     SAVING,
     PretendTensor,
     device_of,
+    host_arguments,
     move,
     own_temporaries,
     result_device,
@@ -350,6 +357,52 @@ _LEGACY_TYPES: dict[str, torch.dtype] = {
 }
 
 
+#: PyTorch's legacy CPU types (``torch.LongTensor``), as they are outside :func:`pretend_cuda`
+_LEGACY_CPU_TYPES: dict[str, Any] = {name: getattr(torch, name) for name in _LEGACY_TYPES}
+
+
+class _CpuLegacyTypeMeta(type):
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, _LEGACY_CPU_TYPES[cls.__name__]) and not is_pretend(obj)  # CPU tensors only
+
+
+def _cpu_legacy_type(name: str) -> type:
+    """A stand-in for the legacy type ``torch.<name>`` that reads pretend tensors in its data.
+
+    ``torch.LongTensor([[t[i][0] for i in range(n)]])`` of 0-dim tensors on a GPU reads each value (as
+    ``torch.tensor`` does); here their CPU data is read. Its instances are PyTorch's own.
+    """
+
+    def construct(cls: type, *args: Any, **kwargs: Any) -> torch.Tensor:
+        made: torch.Tensor = _LEGACY_CPU_TYPES[name](*(_cpu_data(a) for a in args), **kwargs)
+        return made
+
+    original = _LEGACY_CPU_TYPES[name]
+    return _CpuLegacyTypeMeta(
+        name,
+        (),
+        {
+            "dtype": _LEGACY_TYPES[name],
+            "__new__": construct,
+            "__module__": "torch",
+            "is_cuda": False,
+            "__doc__": original.__doc__,
+        },
+    )
+
+
+def _default_tensor_type(set_type: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``torch.set_default_tensor_type`` that takes the stand-ins of the legacy CPU types for PyTorch's own."""
+
+    def set_default_tensor_type(t: Any) -> None:
+        name = t if isinstance(t, str) else getattr(t, "__name__", "") if isinstance(t, _CpuLegacyTypeMeta) else ""
+        if name.removeprefix("torch.") in _LEGACY_CPU_TYPES and not name.startswith("torch.cuda."):
+            t = _LEGACY_CPU_TYPES[name.removeprefix("torch.")]
+        set_type(t)
+
+    return set_default_tensor_type
+
+
 class _LegacyTypeMeta(type):
     def __instancecheck__(cls, obj: object) -> bool:
         return isinstance(obj, PretendTensor) and obj.dtype == cls.dtype  # type: ignore[attr-defined]
@@ -363,7 +416,7 @@ def _legacy_type(name: str, dtype: torch.dtype, state: _State) -> type:
     """
 
     def construct(cls: type, *args: Any, **kwargs: Any) -> torch.Tensor:
-        cpu = getattr(torch, name)(*(real_tensor(a) if isinstance(a, torch.Tensor) else a for a in args), **kwargs)
+        cpu = _LEGACY_CPU_TYPES[name](*(_cpu_data(a) for a in args), **kwargs)
         return move(cpu, torch.device("cuda", state.current))
 
     return _LegacyTypeMeta(
@@ -408,6 +461,9 @@ class _PretendMode(TorchFunctionMode):
         # composite ops that make temporaries of their own on their input's device (on the CPU here)
         for composite in _COMPOSITES:
             self.handlers[composite] = self._composite(composite)
+        # unpacking a packed sequence builds the padded output with its input's options, then copies into it
+        self.handlers[torch._pad_packed_sequence] = self._unpacking(torch._pad_packed_sequence)
+        self.handlers[torch._pack_padded_sequence] = self._packing(torch._pack_padded_sequence)
         # factories that read a tensor's data from Python (``torch.tensor([loss])``): they read the CPU data
         for factory in (torch.tensor, torch.as_tensor, torch.Tensor.new_tensor):
             self.handlers[factory] = self._reading_data(factory)
@@ -465,9 +521,33 @@ class _PretendMode(TorchFunctionMode):
 
     def _composite(self, func: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            result_device(None, tree_flatten((args, kwargs))[0])  # the caller's tensors must agree, as on a GPU
+            host = host_arguments(func, args)  # a packed sequence's batch_sizes stay on the host
+            given = tuple(None if i in host else a for i, a in enumerate(args))
+            result_device(None, tree_flatten((given, kwargs))[0])  # the caller's tensors must agree, as on a GPU
             with own_temporaries(), _without_onednn():
                 return self._call(func, args, kwargs)
+
+        return call
+
+    def _unpacking(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        # ``_pad_packed_sequence(data, batch_sizes, ...)``: the padded output on ``data``'s device (a differentiable
+        # move of what the CPU kernel built), the lengths on the host, as on a GPU
+        def call(data: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            padded, lengths = self._call(func, (data, *args), kwargs)
+            return move(padded, device_of(data)), lengths
+
+        return call
+
+    def _packing(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        # ``_pack_padded_sequence(input, lengths, batch_first)``: its backward builds the input's gradient with the
+        # gradient's options, on the CPU here. Packed from a CPU copy and moved back (both moves differentiable),
+        # the gradient reaches the input on its pretend device, as on a GPU; ``batch_sizes`` stays on the host.
+        def call(input: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            device = device_of(input)
+            if device.type == "cpu":
+                return self._call(func, (input, *args), kwargs)
+            data, batch_sizes = self._call(func, (move(input, torch.device("cpu")), *args), kwargs)
+            return move(data, device), batch_sizes
 
         return call
 
@@ -479,6 +559,8 @@ class _PretendMode(TorchFunctionMode):
                 kwargs.setdefault("dtype", self_.dtype)
                 return self._call(torch.tensor, (_cpu_data(data), *rest), kwargs)
             data, *rest = args
+            if isinstance(data, torch.Tensor) and kwargs.get("device") is None:
+                kwargs["device"] = device_of(data)  # `torch.tensor(t)` copies `t` where it is, as PyTorch does
             return self._call(factory, (_cpu_data(data), *rest), kwargs)
 
         return read
@@ -753,14 +835,52 @@ def _swapping(apply: Callable[..., Any]) -> Callable[..., Any]:
     """
 
     def _apply(module: torch.nn.Module, fn: Any, recurse: bool = True) -> Any:
+        if getattr(_APPLYING, "on", False):  # a submodule, from its parent's _apply: the parent decides
+            return apply(module, fn, recurse)
         swapping = torch.__future__.get_swap_module_params_on_conversion()
+        tied = _parameter_owners(module) if recurse else {}
         torch.__future__.set_swap_module_params_on_conversion(True)
+        _APPLYING.on = True
         try:
             return apply(module, fn, recurse)
+        except RuntimeError as error:
+            if "Couldn't swap" not in str(error):
+                raise
         finally:
+            _APPLYING.on = False
             torch.__future__.set_swap_module_params_on_conversion(swapping)
+        # A parameter an autograd graph still holds (an output computed before the move, kept alive) cannot be
+        # swapped; a GPU moves it anyway (``param.data = moved``). Here it becomes a new Parameter on the pretend
+        # GPU, as PyTorch's non-swapping path makes one, and tied weights stay tied. What was already swapped
+        # moves to the same device again, which changes nothing.
+        torch.__future__.set_swap_module_params_on_conversion(False)
+        _APPLYING.on = True
+        try:
+            result = apply(module, fn, recurse)
+        finally:
+            _APPLYING.on = False
+            torch.__future__.set_swap_module_params_on_conversion(swapping)
+        for owners in tied.values():
+            (first, first_name), *rest = owners
+            for owner, name in rest:
+                owner._parameters[name] = first._parameters[first_name]
+        return result
 
     return _apply
+
+
+#: Whether this thread is inside :func:`_swapping`'s outermost ``_apply`` (submodules' calls go straight through).
+_APPLYING = threading.local()
+
+
+def _parameter_owners(module: torch.nn.Module) -> dict[int, list[tuple[torch.nn.Module, str]]]:
+    """Parameters held by more than one module or name (tied weights): id -> every (module, name) holding it."""
+    owners: dict[int, list[tuple[torch.nn.Module, str]]] = {}
+    for owner in module.modules():
+        for name, param in owner._parameters.items():
+            if param is not None:
+                owners.setdefault(id(param), []).append((owner, name))
+    return {key: held for key, held in owners.items() if len(held) > 1}
 
 
 class _Storages:
@@ -926,6 +1046,8 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
         (torch, "load", _load_onto_pretend_devices(torch.load, state)),
         (torch, "save", _saving_locations(torch.save)),
         (torch, "device", _Device),
+        *((torch, name, _cpu_legacy_type(name)) for name in _LEGACY_TYPES),
+        (torch, "set_default_tensor_type", _default_tensor_type(torch.set_default_tensor_type)),
         (torch, "Generator", _Generator),
         (torch, "Stream", _Stream),
         (torch, "Event", _Event),

@@ -31,6 +31,47 @@ _INDEX_OPS = frozenset(
 )
 _CROSS_DEVICE_OPS = _INDEX_OPS | {torch.ops.aten.copy_.default, torch.ops.aten._to_copy.default}
 
+#: Ops that take some integer tensors on the host whatever the device of the others, as PyTorch requires or allows
+#: on a GPU: the ``lengths`` of ``pack_padded_sequence``, the ``batch_sizes`` of a packed sequence (unpacking, the
+#: packed overloads of the recurrent ops, and the backward of packing), the targets and lengths of ``ctc_loss``.
+#: Op name (``aten::`` and overload dropped) -> the positions of those arguments.
+_HOST_ARGUMENTS: dict[str, tuple[int, ...]] = {
+    "_pack_padded_sequence": (1,),
+    "_pad_packed_sequence": (1,),
+    "_pack_padded_sequence_backward": (2,),
+    "gru": (1,),
+    "lstm": (1,),
+    "rnn_tanh": (1,),
+    "rnn_relu": (1,),
+    "ctc_loss": (1, 2, 3),
+    "_ctc_loss": (1, 2, 3),
+}
+#: Of those, the ops whose outputs include such a tensor, made on the host: the packed ``batch_sizes`` and the
+#: unpacked ``lengths``. Op name -> the positions in the output tuple.
+_HOST_OUTPUTS: dict[str, tuple[int, ...]] = {"_pack_padded_sequence": (1,), "_pad_packed_sequence": (1,)}
+
+
+def op_name(func: Any) -> str:
+    """``aten::gru.data`` and ``torch.gru`` are both ``"gru"``."""
+    schema = getattr(func, "_schema", None)
+    if schema is not None:
+        return str(schema.name).rpartition("::")[2]
+    return str(getattr(func, "__name__", ""))
+
+
+def host_arguments(func: Any, args: tuple[Any, ...]) -> frozenset[int]:
+    """The positions of ``args`` that ``func`` takes on the host on any device: CPU integer tensors only."""
+    positions = _HOST_ARGUMENTS.get(op_name(func), ())
+    return frozenset(
+        i
+        for i in positions
+        if i < len(args)
+        and isinstance(args[i], torch.Tensor)
+        and not isinstance(args[i], PretendTensor)
+        and args[i].device.type == "cpu"
+        and not (args[i].is_floating_point() or args[i].is_complex() or args[i].dtype == torch.bool)
+    )
+
 
 #: How deep this thread is inside a composite op that makes its own temporaries (see :func:`own_temporaries`).
 _COMPOSITE = threading.local()
@@ -179,13 +220,18 @@ class PretendTensor(torch.Tensor):
         if func in _INDEX_OPS:
             _check_index(args)
         flat, spec = tree_flatten((args, kwargs or {}))
-        device = result_device(func, flat)
+        host = host_arguments(func, args)
+        checked = [x for x in flat if not any(x is args[i] for i in host)] if host else flat
+        device = result_device(func, checked)
         real = [x._elem if isinstance(x, PretendTensor) else _real_device_arg(x) for x in flat]
         uargs, ukwargs = tree_unflatten(real, spec)
         with torch.no_grad():  # autograd already recorded this op on the wrappers, one level up
             out = func(*uargs, **ukwargs)
         # in-place and out= ops return their (unwrapped) argument: hand back the wrapper the caller holds
         by_id = {id(r): w for r, w in zip(real, flat, strict=True) if isinstance(w, torch.Tensor)}
+        kept = _HOST_OUTPUTS.get(op_name(func), ())
+        if kept and isinstance(out, tuple):
+            by_id.update((id(out[i]), out[i]) for i in kept if i < len(out))  # made on the host, as on a GPU
         flat_out, out_spec = tree_flatten(out)
         wrapped = [_wrap_output(x, device, by_id) for x in flat_out]
         return tree_unflatten(wrapped, out_spec)
