@@ -67,6 +67,12 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("time_sequence_lbfgs.py", "FRY005", 33): "torch.zeros(...) in forward, no device",
     ("time_sequence_lbfgs.py", "FRY005", 34): "torch.zeros(...) in forward, no device",
     ("time_sequence_lbfgs.py", "FRY005", 35): "torch.zeros(...) in forward, no device",
+    # held-out round 3: the chatbot tutorial loads its checkpoint with torch.load(loadFilename) (its comment offers
+    # map_location=cpu for a GPU-trained model on a CPU) and moves the optimizers' state with an unconditional
+    # v.cuda() under "If you have CUDA": on a CPU-only machine a resumed run fails there
+    ("chatbot_tutorial.py", "FRY003", 477): "torch.load(loadFilename) without map_location",
+    ("chatbot_tutorial.py", "FRY002", 528): "state[k] = v.cuda() with no availability check",
+    ("chatbot_tutorial.py", "FRY002", 533): "state[k] = v.cuda() with no availability check",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

@@ -366,7 +366,8 @@ def test_legacy_cpu_types_read_gpu_scalars_and_keep_their_type_checks() -> None:
         top = torch.tensor([[3], [1], [4]], device="cuda")
         built = torch.LongTensor([[top[i][0] for i in range(3)]])
         assert (torch.device("cpu"), torch.int64, [[3, 1, 4]]) == (built.device, built.dtype, built.tolist())
-        assert isinstance(built, torch.LongTensor) and not isinstance(top, torch.LongTensor)
+        assert isinstance(built, torch.LongTensor)
+        assert not isinstance(top, torch.LongTensor)
         assert isinstance(top, torch.cuda.LongTensor)
         assert torch.int64 == torch.ones(2).type(torch.LongTensor).dtype
         torch.set_default_tensor_type(torch.DoubleTensor)
@@ -374,7 +375,8 @@ def test_legacy_cpu_types_read_gpu_scalars_and_keep_their_type_checks() -> None:
             assert torch.float64 == torch.zeros(1).dtype
         finally:
             torch.set_default_tensor_type(torch.FloatTensor)
-    assert torch.LongTensor.__module__ == "torch" and isinstance(torch.zeros(1, dtype=torch.long), torch.LongTensor)
+    assert torch.LongTensor.__module__ == "torch"
+    assert isinstance(torch.zeros(1, dtype=torch.long), torch.LongTensor)
 
 
 def test_a_model_moved_while_an_earlier_output_holds_its_graph() -> None:

@@ -193,8 +193,8 @@ class _Guards:
         return known
 
     def _cuda_scope(self, scope: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> bool:
-        if says_cuda(scope.name):
-            return True
+        if says_cuda(scope.name) and not _takes_a_device(scope):
+            return True  # `evaluate_accuracy_gpu(net, data_iter, device=None)` chooses a device: not CUDA-only
         for decorator in scope.decorator_list:  # @skipIf(not torch.cuda.is_available()), @require_torch_gpu
             name = dotted(decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
             if says_cuda(name) or self.decision(decorator):
@@ -230,6 +230,14 @@ class _Guards:
 def guards(ctx: FileContext) -> _Guards:
     """The guard memo of ``ctx``, shared by the rules that run on the same file."""
     return ctx.shared(_Guards)
+
+
+def _takes_a_device(scope: ast.AST) -> bool:
+    """Whether a function has a parameter for the device it works on (``device``, ``device_id``, ``dev``)."""
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    names = [a.arg.lower() for a in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]]
+    return any("device" in name or name == "dev" for name in names)
 
 
 def device_guarded(ctx: FileContext, node: ast.AST, *, try_guards: bool = True) -> bool:

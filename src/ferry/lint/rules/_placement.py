@@ -142,7 +142,8 @@ def tensor_moves(ctx: FileContext) -> frozenset[ast.Call]:
 def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """Functions of the file whose every call is in the file, so their parameters take what the calls pass.
 
-    Defined once at the top of the file, and the name is only ever called (never passed on, decorated or rebound).
+    Defined once at the top of the file, and the name is only ever called (never passed on, decorated or rebound),
+    or handed to a ``DataLoader`` as its ``collate_fn`` (which calls it with samples, of unknown values).
     """
     defined: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for stmt in ctx.tree.body:
@@ -158,6 +159,8 @@ def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFu
     for node in ctx.nodes(ast.Name):
         if node.id in plain:
             parent = ctx.parent(node)
+            if isinstance(parent, ast.keyword) and parent.arg == "collate_fn" and isinstance(node.ctx, ast.Load):
+                continue  # `DataLoader(..., collate_fn=collate_batch)` calls it with a list of samples
             if not (isinstance(node.ctx, ast.Load) and isinstance(parent, ast.Call) and parent.func is node):
                 del plain[node.id]
     for stmt in ctx.nodes(ast.Global):
@@ -188,6 +191,10 @@ def _harmless_decorator(ctx: FileContext, node: ast.expr) -> bool:
     full = ctx.qualname(node.func if isinstance(node, ast.Call) else node)
     return full in ("torch.no_grad", "torch.inference_mode", "torch.enable_grad", "functools.cache")
 
+
+#: Findings also reported from the first reading of a loop body: the first iteration sees each value as it was
+#: before the loop (a model moved further down the loop, a host tensor replaced by a device one at the end of it).
+_FIRST_PASS_CODES = frozenset({"FRY006", "FRY007", "FRY011"})
 
 #: How many different ways of calling a local function are each read on their own.
 _MAX_CONTEXTS = 4
@@ -552,7 +559,9 @@ class _Flow(CallsMixin):
             )
             for other in vals[1:]:
                 result = join(result, other, decides)
-            origin = result.origin if result.part is not None else None  # a replaced layer: reported where it was
+            # a replaced layer, or a module built in the function and never moved there: reported where it was built
+            keep = result.part is not None or (result.what == "module" and result.fresh and result.where == HOST)
+            origin = result.origin if keep else None
             result = replace(result, origin=origin, name=None)
         self._returned_memo[key] = result
         return result
@@ -709,7 +718,10 @@ class _Flow(CallsMixin):
         return any(self._stmt(stmt) for stmt in body)
 
     def _stmt(self, stmt: ast.stmt) -> bool:
-        if isinstance(stmt, ast.Expr):
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Tuple):
+            for item in stmt.value.elts:  # `data.to(device), target.to(device)`: each a statement of its own
+                self.ev(item, top=True)
+        elif isinstance(stmt, ast.Expr):
             self.ev(stmt.value, top=True)
         elif isinstance(stmt, ast.Assign):
             val = self.ev(stmt.value)
@@ -1273,6 +1285,6 @@ class _Flow(CallsMixin):
         """Record a finding (once per rule and line; not during the first, silent reading of a loop body)."""
         if self.returns is not None:  # a function read for its return value reports nothing
             return
-        if self.silent and not (code == "FRY007" and self.silent == self.first_pass):
-            return  # FRY007 also from the first reading: the first pass meets the module as it was before the loop
+        if self.silent and not (code in _FIRST_PASS_CODES and self.silent == self.first_pass):
+            return  # a value meeting another on the loop's first pass meets it as it was before the loop
         self.found.setdefault((code, line(node)), Report(code, node, message))

@@ -208,7 +208,9 @@ class CallsMixin(DevicesMixin):
                 if method == "pop" and tracked:
                     self.env[owner] = UNKNOWN  # type: ignore[index]
                 return receiver.element
-            if method not in ("keys", "values", "items", "copy", "index", "count") and tracked:
+            if method in ("append", "extend", "insert") and receiver.what == "seq" and tracked:
+                self.env[owner] = Val("seq")  # type: ignore[index]  # still a list, of items now unknown
+            elif method not in ("keys", "values", "items", "copy", "index", "count") and tracked:
                 self.env[owner] = UNKNOWN  # type: ignore[index]
             self._escape(node)
             return UNKNOWN
@@ -423,12 +425,30 @@ class CallsMixin(DevicesMixin):
         For other datasets they are on the host only where the loop that reads them shows it (see
         :func:`moves_items`). A ``collate_fn`` may put them anywhere: unknown.
         """
-        if any(k.arg == "collate_fn" for k in node.keywords) or len(node.args) > 5:
+        collate = next((k.value for k in node.keywords if k.arg == "collate_fn"), None)
+        if collate is not None:
+            return self._collated(collate)
+        if len(node.args) > 5:
             return UNKNOWN
         dataset = args[0] if args else kwargs.get("dataset", UNKNOWN)
         if dataset.what == "dataset":
             return Val("loader", dataset.where, items=dataset.items)
         return Val("loader")
+
+    def _collated(self, collate: ast.expr) -> Val:
+        """A ``DataLoader`` whose ``collate_fn`` is a function of this file: its batches are what that returns."""
+        if not isinstance(collate, ast.Name) or collate.id not in self.local_functions:
+            return UNKNOWN
+        func = self.local_functions[collate.id]
+        if len([*func.args.posonlyargs, *func.args.args]) != 1:
+            return UNKNOWN
+        call = ast.Call(ast.Name(id=collate.id, ctx=ast.Load()), [ast.Name(id="batch", ctx=ast.Load())], [])
+        batch = self.returned(call, [UNKNOWN], {})  # `return x.to(device), y.to(device)` for a list of samples
+        if batch.what == "tuple" and batch.items:
+            return Val("loader", items=batch.items)
+        if batch.what in TENSORISH:
+            return Val("loader", batch.where)
+        return UNKNOWN
 
     def _factory(self, node: ast.Call, name: str, args: Args, device: ast.expr | None, made_here: str | None) -> Val:
         """``torch.zeros(...)``, ``torch.tensor(data)``: on ``device=`` if given, else on the host.
@@ -437,9 +457,11 @@ class CallsMixin(DevicesMixin):
         """
         if device is None and any(k.arg is None for k in node.keywords):
             return Val("tensor")
+        listed = bool(node.args and args and args[0].what == "seq")  # `torch.tensor(labels)` of a list: 1-D at least
+        scalar = self._shape_scalar(node, name) and not listed
         if device is not None:
             where = self.device_where(device)
-            return Val("tensor", where, scalar=self._shape_scalar(node, name), dev=self.segment(device))
+            return Val("tensor", where, scalar=scalar, dev=self.segment(device))
         if name in ("as_tensor", "asarray", "tensor") and node.args:
             first = args[0]
             if first.what in (*TENSORISH, "any"):  # a tensor stays where it is
@@ -450,7 +472,7 @@ class CallsMixin(DevicesMixin):
             data = first.what in ("seq", "tuple", "number") or isinstance(node.args[0], ast.Constant)
             if not (data or (kind is not None and kind.name == "ndarray") or name == "tensor"):
                 return Val("tensor")  # `torch.as_tensor(x)` of an unknown `x` may be a device tensor
-        return Val("tensor", made_here, scalar=self._shape_scalar(node, name))
+        return Val("tensor", made_here, scalar=scalar)
 
     def _follow(self, node: ast.Call, name: str, args: Args, kwargs: Kwargs) -> Val:
         """A torch function: the result is where its first tensor argument is."""
@@ -797,6 +819,12 @@ class CallsMixin(DevicesMixin):
                     continue
                 if isinstance(parent, ast.Attribute) and parent.attr in SAFE_MODULE_USES:
                     continue
+                if (
+                    isinstance(parent, ast.Attribute)
+                    and isinstance(parent.ctx, ast.Load)
+                    and not isinstance(self.ctx.parent(parent), ast.Call | ast.Attribute | ast.Subscript)
+                ):
+                    continue  # `encoder_hidden[: decoder.n_layers]`: reading a plain attribute
                 if isinstance(parent, ast.Attribute) and _reads_a_layer(self.ctx, parent):
                     continue  # `model.classifier.parameters()`: reading a layer's parameters
                 if isinstance(parent, ast.Attribute) and self.reading_method(parent.attr):

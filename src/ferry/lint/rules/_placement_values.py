@@ -182,9 +182,13 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         return b
     if b.what == "none":
         return a
+    if a.what == "seq" and b.what in TENSORISH:  # `X = [x.to(d) for x in X] if isinstance(X, list) else X.to(d)`:
+        return b  # where a tensor is needed, it is the tensor of the other branch (a list there fails anyway)
+    if b.what == "seq" and a.what in TENSORISH:
+        return a
     if a.what != b.what and not {a.what, b.what} <= {"tensor", "output", "any"}:
         return UNKNOWN
-    what = a.what if a.what == b.what else "any"
+    what = a.what if a.what == b.what else "tensor" if {a.what, b.what} <= set(TENSORISH) else "any"
     pick = a
     if a.where == b.where:
         where = a.where

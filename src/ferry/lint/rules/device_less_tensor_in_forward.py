@@ -424,11 +424,28 @@ class Flow:
             size = call.args[0] if call.args else keyword(call, "size")
             if isinstance(size, ast.Tuple | ast.List) and not size.elts:
                 return False
-            if _zero(size) or (isinstance(size, ast.Tuple | ast.List) and any(_zero(e) for e in size.elts)):
-                return None  # an empty placeholder: `torch.empty([0])`
+            empty = _zero(size) or (isinstance(size, ast.Tuple | ast.List) and any(_zero(e) for e in size.elts))
+            if empty and self._placeholder_argument(call):
+                return None  # `F.multi_head_attention_forward(..., torch.empty([0]), ...)`: an unused placeholder
         if self._special_context(call):
             return None
         return True
+
+    def _placeholder_argument(self, call: ast.Call) -> bool:
+        """Whether ``call`` is returned, or written as an argument of a call that does not combine it (``torch.cat``).
+
+        An empty tensor kept in a name is an accumulator (``tokens = torch.zeros([0])``, then ``torch.cat``).
+        """
+        parent = self.ctx.parent(call)
+        if isinstance(parent, ast.Return):
+            return True  # `if n == 0: return torch.zeros(0, d)`: an empty result
+        if isinstance(parent, ast.keyword):
+            parent = self.ctx.parent(parent)
+        if isinstance(parent, ast.Tuple | ast.List):
+            parent = self.ctx.parent(parent)
+        if not isinstance(parent, ast.Call) or call is parent.func:
+            return False
+        return self.ctx.call_name(parent) not in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack")
 
     def _special_context(self, node: ast.AST) -> bool:
         """Under ``with torch.device(...)`` or in a branch taken only when tracing or exporting."""
