@@ -213,6 +213,18 @@ def _passable(name: str, val: Val) -> Val | None:
     return None
 
 
+def _literal_defaults(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, Val]:
+    """Parameters whose default is a literal list or tuple: what a call that does not pass them gives.
+
+    ``def denorm(batch, mean=[0.1307])`` then ``if isinstance(mean, list): mean = torch.tensor(mean)``: a call
+    without ``mean`` makes the tensor on the host.
+    """
+    positional = [*func.args.posonlyargs, *func.args.args]
+    pairs = list(zip(positional[len(positional) - len(func.args.defaults) :], func.args.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True) if d is not None]
+    return {arg.arg: Val("seq") for arg, default in pairs if isinstance(default, ast.List | ast.Tuple)}
+
+
 def _context_key(values: dict[str, Val]) -> tuple[object, ...]:
     """What tells two ways of calling a function apart: each value's kind, place and where it was built."""
     return tuple(sorted((k, v.what, v.where, v.dev, v.fresh, id(v.origin)) for k, v in values.items()))
@@ -491,10 +503,12 @@ class _Flow(CallsMixin):
         if not callers <= done:
             return [({}, seeds)]
         snapshots = self.site_globals.get(func.name, [])
+        defaults = _literal_defaults(func)
         distinct: dict[tuple[object, ...], tuple[dict[str, Val], dict[str, Val]]] = {}
         for i, site in enumerate(sites):
             kept = {name: _passable(name, val) for name, val in site.items()}
             given = {name: val for name, val in kept.items() if val is not None}
+            given.update((name, val) for name, val in defaults.items() if name not in site)
             snapshot = snapshots[i] if i < len(snapshots) else None
             seen = self._globals_seen_by_functions([snapshot]) if snapshot is not None else seeds
             key = (_context_key(given), _context_key(seen))
