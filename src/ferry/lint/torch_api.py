@@ -289,3 +289,22 @@ SAVES = frozenset({"torch.save", "torch.serialization.save"})
 
 #: Functions that unpickle a file saved by :data:`SAVES` (tensors come back on the device they were saved from).
 LOADS = frozenset({"torch.load", "torch.serialization.load"})
+
+#: Tensor methods that combine the receiver with tensor arguments, which must share its device (a 0-dim CPU tensor
+#: excepted): arithmetic, comparisons, products, and the index arguments of ``gather``/``index_select``/masks.
+COMBINING_METHODS = frozenset(
+    """
+    add sub mul div true_divide floor_divide matmul mm bmm masked_fill masked_fill_ add_ sub_ mul_ div_ eq ne lt le gt
+    ge logical_and logical_or logical_xor bitwise_and bitwise_or where maximum minimum pow atan2 fmod remainder dot
+    outer cross gather masked_select index_select take_along_dim
+    """.split()
+)
+
+#: ``torch`` functions whose tensor arguments must share one device (a 0-dim CPU tensor excepted); for ``cat`` and
+#: the like, the items of the sequence they are given.
+COMBINING_FUNCTIONS = frozenset(
+    """
+    cat concat concatenate stack hstack vstack matmul mm bmm gather where add sub mul div maximum minimum
+    masked_select index_select dot outer cross cdist take_along_dim
+    """.split()
+)

@@ -196,6 +196,9 @@ def _harmless_decorator(ctx: FileContext, node: ast.expr) -> bool:
 #: before the loop (a model moved further down the loop, a host tensor replaced by a device one at the end of it).
 _FIRST_PASS_CODES = frozenset({"FRY006", "FRY007", "FRY011"})
 
+#: How many calls deep a local function's returned value is read (``batch2TrainData`` -> ``inputVar`` -> ...).
+_MAX_DEPTH = 3
+
 #: How many different ways of calling a local function are each read on their own.
 _MAX_CONTEXTS = 4
 
@@ -534,12 +537,13 @@ class _Flow(CallsMixin):
     def returned(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> Val:
         """What a call of a local function returns, read from its body with the values the call passes.
 
-        Two calls deep at most; a generator, ``*args``/``**kwargs`` at the call, or a function without ``return``
+        Three calls deep at most; a generator, ``*args``/``**kwargs`` at the call, or a function without ``return``
         statements give an unknown value.
         """
         assert isinstance(node.func, ast.Name)
         func = self.local_functions[node.func.id]
-        if self.depth >= 2 or any(isinstance(n, ast.Yield | ast.YieldFrom | ast.Await) for n in ast.walk(func)):
+        generator = any(isinstance(n, ast.Yield | ast.YieldFrom | ast.Await) for n in ast.walk(func))
+        if self.depth >= _MAX_DEPTH or generator:
             return UNKNOWN
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return UNKNOWN
@@ -1293,7 +1297,8 @@ class _Flow(CallsMixin):
         if val.name is not None and isinstance(node, ast.Starred):
             return f"move `{val.name}` with `.to({where})` before it is packed into `{short(self.segment(node.value))}`"
         text = f"`{short(self.segment(node))}.to({where})`"
-        return f"{text}, or make it with `device={where}`" if isinstance(node, ast.Call) else text
+        made = isinstance(node, ast.Call) and (self.ctx.call_name(node) or "").startswith("torch.")  # a factory
+        return f"{text}, or make it with `device={where}`" if made else text
 
     def report(self, code: str, node: ast.AST, message: str) -> None:
         """Record a finding (once per rule and line; not during the first, silent reading of a loop body)."""

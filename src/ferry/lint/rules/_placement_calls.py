@@ -38,6 +38,8 @@ from ferry.lint.rules._placement_values import (
 )
 from ferry.lint.torch_api import (
     ACCELERATOR_MOVES,
+    COMBINING_FUNCTIONS,
+    COMBINING_METHODS,
     COMPILERS,
     DATA_FACTORIES,
     DATA_LOADERS,
@@ -96,6 +98,7 @@ class CallsMixin(DevicesMixin):
         def drop_below(self, name: str) -> None: ...
         def own(self, name: str) -> None: ...
         def instance_attributes(self, cls: ast.ClassDef) -> dict[str, Val]: ...
+        def _mixes(self, node: ast.AST, left: Val, right: Val, left_node: ast.expr, right_node: ast.expr) -> bool: ...
 
     def call(self, node: ast.Call, top: bool) -> Val:
         """Evaluate a call (``top``: it is a statement of its own)."""
@@ -183,6 +186,8 @@ class CallsMixin(DevicesMixin):
         if receiver.what in TENSORISH:
             if top and method in MOVES:
                 self.tensor_moves.add(node)
+            if method in COMBINING_METHODS:  # `out.gather(1, target)`: the arguments share the receiver's device
+                self._combined(node, [(receiver, func.value), *zip(args, node.args, strict=False)])
             return self._tensor_method(node, method, receiver)
         if receiver.what == "module" or (receiver.what == "any" and method in MOVES | SAME_MODULE):
             if method in MOVES:
@@ -474,8 +479,23 @@ class CallsMixin(DevicesMixin):
                 return Val("tensor")  # `torch.as_tensor(x)` of an unknown `x` may be a device tensor
         return Val("tensor", made_here, scalar=scalar)
 
+    def _combined(self, node: ast.Call, pairs: list[tuple[Val, ast.expr]]) -> None:
+        """FRY006 for a host tensor among ``pairs`` (values, nodes) that one call combines with a device tensor."""
+        device = next(((v, n) for v, n in pairs if v.where == DEVICE and v.what in TENSORISH), None)
+        if device is None or any(isinstance(n, ast.Starred) for _, n in pairs):
+            return
+        for val, arg in pairs:
+            if self._mixes(node, val, device[0], arg, device[1]):
+                return
+
     def _follow(self, node: ast.Call, name: str, args: Args, kwargs: Kwargs) -> Val:
         """A torch function: the result is where its first tensor argument is."""
+        if name in COMBINING_FUNCTIONS and not node.keywords:
+            first_arg = node.args[0] if node.args else None
+            if isinstance(first_arg, ast.List | ast.Tuple) and name in _SEQUENCE_FUNCTIONS:
+                self._combined(node, [(self._peek(item), item) for item in first_arg.elts])
+            elif name not in _SEQUENCE_FUNCTIONS:
+                self._combined(node, list(zip(args, node.args, strict=False)))
         first: Val | None
         if (
             node.args
@@ -991,6 +1011,10 @@ def _layer(ctx: FileContext, cls: ast.ClassDef | None, attr: str) -> bool:
             if full in ctx.kinds.classes and ctx.kinds.class_is_module(full):
                 return True
     return False
+
+
+#: Combining functions that take their tensors as one sequence (``torch.cat((a, b))``).
+_SEQUENCE_FUNCTIONS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
 
 
 def _norm_with_state(node: ast.Call) -> bool:

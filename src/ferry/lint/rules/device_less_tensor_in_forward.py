@@ -80,6 +80,7 @@ from ferry.lint.rules._tensors import (
     returned_values,
 )
 from ferry.lint.torch_api import (
+    COMBINING_METHODS,
     DATA_FACTORIES,
     FACTORIES,
     LAYERS_WITH_PARAMETERS,
@@ -113,14 +114,6 @@ TENSOR_ONLY = frozenset(
     """.split()
 )
 
-#: Tensor methods that combine the receiver with tensor arguments, which must share its device.
-COMBINING_METHODS = frozenset(
-    """
-    add sub mul div true_divide floor_divide matmul mm bmm masked_fill masked_fill_ add_ sub_ mul_ div_ eq ne lt le gt
-    ge logical_and logical_or logical_xor bitwise_and bitwise_or where maximum minimum pow atan2 fmod remainder dot
-    outer cross
-    """.split()
-)
 
 #: Tensor methods that give Python numbers.
 NUMBER_METHODS = frozenset({"item", "tolist", "size", "dim", "numel", "nelement", "stride", "element_size"})
