@@ -21,6 +21,8 @@ Not reported, to stay clear of correct code: factories with ``device=``; ``*_lik
 their input); 0-dim tensors such as ``torch.tensor(2.0)`` (they mix with any device); tensors of sizes
 (``torch.tensor(x.shape)``) and tensors only ever combined with other CPU values (shape arithmetic); a tensor moved
 where it is made (``torch.arange(n).to(x.device)``); CPU index tensors (``x[torch.arange(n)]`` works everywhere);
+empty placeholders returned or handed to a function (``torch.empty([0])`` as an unused argument; an empty tensor kept
+in a name and grown with ``torch.cat`` is reported);
 code under ``with torch.device(...)``, in tracing branches (``if torch.jit.is_tracing():``), in files that call
 ``torch.set_default_device``; data preparation and export code (collators, datasets, transforms, processors,
 ``*onnx*``/``*export*`` functions, files under ``data/``), which makes CPU tensors on purpose.

@@ -23,11 +23,12 @@ as ``use_cuda`` or ``args.cuda``), on a device comparison (``device.type == "cud
 Deliberately not reported, because the code is meant for CUDA or does not place anything:
 
 - CUDA-only code: functions and classes whose name says so (``def cuda(self)``, ``_build_cuda_graph``,
-  ``GPUTimer``) or whose decorator requires CUDA (``@skipIf(not torch.cuda.is_available())``,
-  ``@require_torch_gpu``); functions that call ``torch.cuda.synchronize()``, ``Event``, ``Stream``... unguarded
-  (they fail without CUDA anyway); ``with torch.cuda.device(...)`` blocks; calls into ``torch.cuda`` itself;
-  files named for CUDA (``utils/cuda.py``, ``torch/cuda/...``, ``cuda_kernels.py``) or importing a CUDA-only
-  library (CuPy, PyCUDA, cuda-python, Triton, Apex, TensorRT, CUTLASS, nvmath, FlashAttention).
+  ``GPUTimer``; not a function that takes the device it works on, such as ``evaluate_accuracy_gpu(net, it,
+  device)``) or whose decorator requires CUDA (``@skipIf(not torch.cuda.is_available())``, ``@require_torch_gpu``);
+  functions that call ``torch.cuda.synchronize()``, ``Event``, ``Stream``... unguarded (they fail without CUDA
+  anyway); ``with torch.cuda.device(...)`` blocks; calls into ``torch.cuda`` itself; files named for CUDA
+  (``utils/cuda.py``, ``torch/cuda/...``, ``cuda_kernels.py``) or importing a CUDA-only library (CuPy, PyCUDA,
+  cuda-python, Triton, Apex, TensorRT, CUTLASS, nvmath, FlashAttention).
 - Test files (``test_*.py``, ``*_test.py``, ``conftest.py``, ``testing_utils.py``): which tests need a GPU is
   decided by markers and CI configuration the linter does not see.
 - Per-rank devices (``torch.device("cuda", local_rank)``, ``.cuda(args.gpu)``, ``f"cuda:{rank}"``): multi-GPU
