@@ -1061,6 +1061,8 @@ class _Flow(CallsMixin):
                 return Val("seq")
             return Val("tuple", items=items)
         if isinstance(node, ast.List | ast.Set):
+            if not node.elts:
+                return Val("seq", element=NONE)  # no items yet: what is appended decides
             return Val("seq", element=agree(self.ev(e) for e in node.elts))
         if isinstance(node, ast.Dict):
             for key in node.keys:

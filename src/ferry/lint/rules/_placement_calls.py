@@ -20,6 +20,7 @@ from ferry.lint.rules._placement_values import (
     HOST,
     KEEP,
     LEGACY_HOST,
+    NONE,
     OTHER,
     REDUCTIONS,
     SAFE_MODULE_USES,
@@ -213,7 +214,11 @@ class CallsMixin(DevicesMixin):
                 if method == "pop" and tracked:
                     self.env[owner] = UNKNOWN  # type: ignore[index]
                 return receiver.element
-            if method in ("append", "extend", "insert") and receiver.what == "seq" and tracked:
+            if method == "append" and receiver.what == "seq" and tracked and len(args) == 1:
+                item = replace(args[0], origin=None, name=None)  # `text_list.append(t)`: a list of such items
+                known = receiver.element == NONE or receiver.element == item
+                self.env[owner] = Val("seq", element=item if known else None)  # type: ignore[index]
+            elif method in ("append", "extend", "insert") and receiver.what == "seq" and tracked:
                 self.env[owner] = Val("seq")  # type: ignore[index]  # still a list, of items now unknown
             elif method not in ("keys", "values", "items", "copy", "index", "count") and tracked:
                 self.env[owner] = UNKNOWN  # type: ignore[index]
@@ -503,6 +508,8 @@ class CallsMixin(DevicesMixin):
             and args[0].what in ("seq", "tuple")
         ):
             first = args[0].element if args[0].what == "seq" else agree(args[0].items)
+        elif name in _SEQUENCE_FUNCTIONS and args and args[0].what == "seq":
+            first = args[0].element  # `torch.cat(text_list)` of a list the code appended tensors to
         else:
             first = next((a for a in [*args, *kwargs.values()] if a.what in TENSORISH), None)
         if first is None or first.what not in TENSORISH:

@@ -197,6 +197,8 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         pick = a if a.where == DEVICE else b
     else:
         where = None
+    if what == "seq" and a.items == b.items and a.element != b.element and NONE in (a.element, b.element):
+        return Val("seq", element=b.element if a.element == NONE else a.element)  # empty on one path
     if what in ("seq", "dict", "tuple") and (a.items != b.items or a.element != b.element):
         return Val(what)
     return Val(
