@@ -282,6 +282,12 @@ DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.datal
 #: Datasets whose items are slices of the tensors they are given (on those tensors' device).
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 
+#: Datasets that give a selection of another dataset's items (where that one's are).
+DATASET_VIEWS = frozenset({"torch.utils.data.Subset", "torch.utils.data.dataset.Subset"})
+
+#: Functions that split a dataset into a list of :data:`DATASET_VIEWS`.
+RANDOM_SPLITS = frozenset({"torch.utils.data.random_split", "torch.utils.data.dataset.random_split"})
+
 # -- saving and loading -----------------------------------------------------------------------------------------
 
 #: Functions that pickle an object to a file.

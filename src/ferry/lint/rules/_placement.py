@@ -61,8 +61,10 @@ from ferry.lint.context import FileContext, dotted
 from ferry.lint.rules._placement_calls import CallsMixin
 from ferry.lint.rules._placement_values import (
     ACCELERATOR_NAMES,
+    CONFIG_OWNERS,
     DEVICE,
     HARMLESS_CONTEXTS,
+    HARMLESS_READS,
     HOST,
     NONE,
     NUMBER,
@@ -275,10 +277,12 @@ def _same_place(owner: Val, val: Val) -> bool:
 _CHANGING = MOVES | {"load_state_dict", "apply", "_apply"}
 
 
-def _instance_uses(cls: ast.ClassDef, init: ast.AST) -> tuple[set[str], set[str]]:
+def _instance_uses(cls: ast.ClassDef, init: ast.AST, ctx: FileContext) -> tuple[set[str], set[str]]:
     """The ``self.<attr>`` that methods other than ``init`` rebind, and those they may move or hand on.
 
-    Every attribute counts as handed on when a method hands ``self`` to a call.
+    When a method hands ``self`` to a call (``callback(self)``), the attributes that code outside the class may
+    change: those that the file rebinds or moves on another object (``trainer.model = ...``,
+    ``trainer.model.cuda()``), or every attribute when the file calls ``setattr``.
     """
     rebound: set[str] = set()
     handled: set[str] = set()
@@ -296,18 +300,92 @@ def _instance_uses(cls: ast.ClassDef, init: ast.AST) -> tuple[set[str], set[str]
                     owner = func.value
                     if isinstance(owner, ast.Attribute) and dotted(owner.value) == "self":
                         handled.add(owner.attr)
+                if isinstance(func, ast.Name) and func.id in HARMLESS_READS:
+                    continue  # `len(self.data)`
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     if isinstance(arg, ast.Name) and arg.id == "self":
                         everything = True
                     elif isinstance(arg, ast.Attribute) and dotted(arg.value) == "self":
                         handled.add(arg.attr)
     if everything:
-        handled |= {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and dotted(n.value) == "self"}
+        own = {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and dotted(n.value) == "self"}
+        inside = set(ast.walk(cls))
+
+        def ours(owner: ast.expr) -> bool:  # may be an instance of `cls`: not a config, not another class's instance
+            if not isinstance(owner, ast.Name):
+                return True
+            if (owner.id in CONFIG_OWNERS and owner.id not in cls.name.lower()) or owner.id in ("self", "cls"):
+                return False  # a config (but `trainer` for a `Trainer`), or the instance of another class
+            scope = ctx.enclosing_function(owner) or ctx.tree
+            made = [
+                n.value
+                for n in ast.walk(scope)
+                if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == owner.id for t in n.targets)
+            ]
+            return (
+                not made
+                or not all(  # `C = CN()`: a class by its name, or an alias of one
+                    isinstance(v, ast.Call)
+                    and (dotted(v.func) or "").rpartition(".")[2][:1].isupper()
+                    and dotted(v.func) != cls.name
+                    for v in made
+                )
+            )
+
+        for node in ast.walk(ctx.tree):
+            if node in inside:
+                continue
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "vars"):
+                return rebound, handled | own
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store | ast.Del)
+                and node.attr in own
+                and ours(node.value)
+            ):
+                handled.add(node.attr)  # `trainer.model = ...`
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CHANGING:
+                owner = node.func.value
+                if isinstance(owner, ast.Attribute) and owner.attr in own and ours(owner.value):
+                    handled.add(owner.attr)
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in HARMLESS_READS):
+                for arg in [*node.args, *(k.value for k in node.keywords)]:
+                    if isinstance(arg, ast.Attribute) and arg.attr in own and ours(arg.value):
+                        handled.add(arg.attr)  # `prepare(trainer.model)`
     return rebound, handled
 
 
 #: Words of a flag that chooses the device at run time (``args.cuda``, ``use_gpu``, ``args.accel``, ``no_mps``).
 _FLAG_WORDS = ("cuda", "gpu", "accel", "mps", "xpu", "cpu")
+
+
+def _find_method(
+    ctx: FileContext, cls: ast.ClassDef, name: str, depth: int = 0
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The method ``name`` of ``cls``, defined in it or inherited from classes of the file."""
+    for stmt in cls.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+            return stmt
+    if depth > 5:
+        return None
+    for base in cls.bases:
+        inner = ctx.kinds.classes.get(dotted(base) or "")
+        if inner is not None:
+            found = _find_method(ctx, inner, name, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _collated(val: Val) -> Val:
+    """What the default collate makes of ``__getitem__``'s value ``val`` (its tensors stacked, numbers as tensors)."""
+    if val.what in TENSORISH:
+        return Val("tensor", val.where)
+    if val.what == "number":
+        return Val("tensor", HOST)
+    if val.what == "tuple" and val.items:
+        return Val("tuple", items=tuple(_collated(item) for item in val.items))
+    return UNKNOWN
 
 
 def _device_flag(test: ast.AST) -> bool:
@@ -353,7 +431,11 @@ class _Flow(CallsMixin):
         self._busy: set[str] = set()
         self._globals: set[str] | None = None
         self._handled: set[str] | None = None
-        self._instances: dict[ast.ClassDef, dict[str, Val]] = {}
+        self._instances: dict[ast.ClassDef, tuple[int, dict[str, Val]]] = {}
+        #: what each construction of a plain class of the file passes (``Trainer(model, dataset)`` in ``main``), one
+        #: entry per reading of the scope that makes it: for the instance's attributes (see :meth:`_constructed_with`)
+        self.constructions: dict[ast.Call, list[tuple[list[Val], dict[str | None, Val]]]] = {}
+        self._datasets: dict[ast.ClassDef, Val] = {}
         self._owners: set[str] = set()  # the heads of the dotted names bound in this scope (`self` of `self.x`)
         #: functions of the file whose parameters take the values their callers pass (see :meth:`_local`)
         self.local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = local_functions(ctx)
@@ -471,6 +553,13 @@ class _Flow(CallsMixin):
                 caller = self.ctx.enclosing_function(node)
                 if caller is not callee:
                     callers.setdefault(callee, set()).add(caller if caller is not None else self.ctx.tree)
+            elif isinstance(node.func, ast.Name) and node.func.id in self.ctx.kinds.classes:
+                # `Trainer(model, dataset)`: its methods see what the scope that builds it passes
+                cls = self.ctx.kinds.classes[node.func.id]
+                caller = self.ctx.enclosing_function(node)
+                for method in cls.body:
+                    if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method is not caller:
+                        callers.setdefault(method, set()).add(caller if caller is not None else self.ctx.tree)
         ordered: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         placed: set[ast.AST] = {self.ctx.tree}
         waiting = list(functions)
@@ -561,14 +650,7 @@ class _Flow(CallsMixin):
         if key in self._returned_memo:
             return self._returned_memo[key]
         self._returned_memo[key] = UNKNOWN  # recursion guard
-        reader = _Flow(self.ctx)
-        reader.local_functions = self.local_functions
-        reader.seeds = self.seeds
-        reader.depth = self.depth + 1
-        reader.returns = []
-        reader._classes = self._classes
-        reader._scope(func, func.body, env, frozenset())
-        vals = reader.returns
+        vals = self.returns_of(func, env)
         result = UNKNOWN
         if vals:
             result = vals[0]
@@ -583,6 +665,55 @@ class _Flow(CallsMixin):
             result = replace(result, origin=origin, name=None)
         self._returned_memo[key] = result
         return result
+
+    def returns_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Val]) -> list[Val]:
+        """The values of ``func``'s ``return`` statements, its body read with ``env`` one call deeper (no reports)."""
+        reader = _Flow(self.ctx)
+        reader.local_functions = self.local_functions
+        reader.seeds = self.seeds
+        reader.depth = self.depth + 1
+        reader.returns = []
+        reader._classes = self._classes
+        reader._datasets = self._datasets
+        reader.constructions = self.constructions
+        reader._scope(func, func.body, env, frozenset())
+        return reader.returns
+
+    def dataset(self, cls: ast.ClassDef) -> Val:
+        """An instance of the map-style dataset class ``cls``, as a ``DataLoader`` without a ``collate_fn`` sees it.
+
+        The default collate stacks what ``__getitem__`` returns: tensors stay where they are, Python numbers become
+        tensors on the host. So the batches are where ``__getitem__``'s tensors are (item by item for a tuple);
+        unknown for anything else, or when ``__getitem__`` is not found or returns different shapes.
+        """
+        if cls in self._datasets:
+            return self._datasets[cls]
+        self._datasets[cls] = Val("dataset")  # recursion guard
+        get = _find_method(self.ctx, cls, "__getitem__")
+        if (
+            get is None
+            or self.depth >= _MAX_DEPTH
+            or any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(get))
+        ):
+            return self._datasets[cls]
+        args = get.args
+        env: dict[str, Val] = {k: v for k, v in (self.seeds or {}).items() if "." not in k}
+        for name in bound_names(get):
+            env.pop(name, None)
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is not None:
+                env[arg.arg] = UNKNOWN
+        owner = self.ctx.enclosing_class(get)
+        if owner is not None:
+            env.update(self.instance_attributes(owner))
+        shapes = {_collated(val) for val in self.returns_of(get, env)}
+        if len(shapes) == 1:
+            shape = shapes.pop()
+            if shape.what == "tuple" and any(item.where is not None for item in shape.items):
+                self._datasets[cls] = Val("dataset", items=shape.items)
+            elif shape.what == "tensor" and shape.where is not None:
+                self._datasets[cls] = Val("dataset", shape.where)
+        return self._datasets[cls]
 
     def record_call(
         self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val], top: bool = False
@@ -643,9 +774,12 @@ class _Flow(CallsMixin):
         hands it to a call or hands ``self`` on (the order in which methods run is not known). Devices, modules
         and tensors only.
         """
-        if cls in self._instances:
-            return self._instances[cls]
-        self._instances[cls] = {}
+        seen = sum(
+            len(v) for k, v in self.constructions.items() if isinstance(k.func, ast.Name) and k.func.id == cls.name
+        )
+        if cls in self._instances and self._instances[cls][0] == seen:
+            return self._instances[cls][1]
+        self._instances[cls] = (seen, {})
         init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
         if init is None or not self._plain_class(cls) or self.depth >= 2:
             return {}
@@ -655,11 +789,12 @@ class _Flow(CallsMixin):
         reader.depth = self.depth + 1
         reader.returns = []  # read for its values: reports nothing
         reader._classes = self._classes
+        reader.constructions = self.constructions
         params = {a.arg: UNKNOWN for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
         params.update({k: v for k, v in (self.seeds or {}).items() if k not in bound_names(init)})
         params.update(self._constructed_with(cls, init, reader))
         reader._scope(init, init.body, params, frozenset())
-        rebound, handled = _instance_uses(cls, init)
+        rebound, handled = _instance_uses(cls, init, self.ctx)
         moved_locals = any(  # `self.model = model; model.to(device)`: a local moved after it was kept
             isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
@@ -674,21 +809,23 @@ class _Flow(CallsMixin):
                 continue
             if val.what == "module" and val.fresh and moved_locals:
                 continue
-            if val.what == "device" or (val.what in ("module", *TENSORISH) and attr not in handled):
+            if val.what in ("device", "dataset") or (val.what in ("module", *TENSORISH) and attr not in handled):
                 found[name] = val
-        self._instances[cls] = found
+        self._instances[cls] = (seen, found)
         return found
 
     def _plain_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
         """Whether ``cls`` is known not to be an ``nn.Module``: no base but ``object`` or plain classes of the file.
 
-        A base from elsewhere (``PreTrainedModel``, a mixin) may be a module, whose attributes ``.to()`` moves.
+        A base from elsewhere (``PreTrainedModel``, a mixin) may be a module, whose attributes ``.to()`` moves;
+        torch's datasets (``torch.utils.data.Dataset``) are not.
         """
         if depth > 5 or cls.keywords:
             return False
         for base in cls.bases:
             name = dotted(base)
-            if name == "object":
+            full = self.ctx.qualname(base) or ""
+            if name == "object" or (full.startswith("torch.utils.data.") and full.endswith("Dataset")):
                 continue
             inner = self.ctx.kinds.classes.get(name or "")
             if inner is None or not self._plain_class(inner, depth + 1):
@@ -698,7 +835,9 @@ class _Flow(CallsMixin):
     def _constructed_with(self, cls: ast.ClassDef, init: ast.FunctionDef, reader: _Flow) -> dict[str, Val]:
         """``__init__`` 's parameters as the file's one construction of the class passes them: ``Trainer(Net())``.
 
-        Read with the module's globals; nothing when the class is built more than once or with ``*args``.
+        As the scope that builds it had them (``trainer = Trainer(model, dataset)`` in ``main``: ``main``'s
+        ``model``), where that scope was read first (and the values agree over its readings), else read with the
+        module's globals; nothing when the class is built more than once or with ``*args``.
         """
         sites = [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == cls.name]
         if len(sites) != 1:
@@ -707,14 +846,28 @@ class _Flow(CallsMixin):
         if any(isinstance(a, ast.Starred) for a in site.args) or any(k.arg is None for k in site.keywords):
             return {}
         names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after `self`
-        reader.env = dict(self.seeds or {})
-        given: dict[str, Val] = {}
-        for name, arg in zip(names, site.args, strict=False):
-            given[name] = replace(reader.ev(arg), origin=None, name=None)
-        for keyword in site.keywords:
-            if keyword.arg is not None:
-                given[keyword.arg] = replace(reader.ev(keyword.value), origin=None, name=None)
-        return {k: v for k, v in given.items() if v.what in ("module", "device", *TENSORISH)}
+        readings = self.constructions.get(site)
+        if not readings:
+            reader.env = dict(self.seeds or {})
+            args = [reader.ev(arg) for arg in site.args]
+            kwargs = {k.arg: reader.ev(k.value) for k in site.keywords}
+            readings = [(args, kwargs)]
+        agreed: dict[str, Val] = {}
+        for i, (args, kwargs) in enumerate(readings):
+            given = dict(zip(names, args, strict=False))
+            given.update({k: v for k, v in kwargs.items() if k is not None})
+            # a module built by the caller keeps where it was built (FRY007 is reported there)
+            given = {
+                k: replace(v, origin=v.origin if v.what == "module" else None, name=None) for k, v in given.items()
+            }
+            agreed = given if i == 0 else {k: v for k, v in agreed.items() if given.get(k) == v}
+        return {k: v for k, v in agreed.items() if v.what in ("module", "device", "dataset", *TENSORISH)}
+
+    def record_construction(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> None:
+        """Note what a construction of a plain class of the file passes (see :meth:`_constructed_with`)."""
+        if self.returns is not None or (self.silent and self.silent != self.first_pass):
+            return
+        self.constructions.setdefault(node, []).append((list(args), dict(kwargs)))
 
     def _parameter(self, arg: ast.arg) -> Val:
         if arg.annotation is not None:
@@ -989,8 +1142,10 @@ class _Flow(CallsMixin):
                 self.env[owner] = replace(held, where=None, fresh=False)
                 if stmt is not None:
                     self._replace_layer(owner, target, val, stmt, held)
-        if val.what == "module" and val.name is not None and val.name != name:
+        if val.what == "module" and val.name is not None and val.name != name and not val.name.startswith("self."):
             val = replace(val, fresh=False)  # an alias: moving either name moves both
+        # (`model = self.model` in a method: what the other methods do to `self.model` is known, see
+        # `instance_attributes`, and what this one does to either name counts for both, see `_never_moved`)
         if val.what in ("unknown", "str") and value is not None and self.may_be_device(value):
             where = self.device_where(value)
             if where is not None:

@@ -44,6 +44,7 @@ from ferry.lint.torch_api import (
     COMPILERS,
     DATA_FACTORIES,
     DATA_LOADERS,
+    DATASET_VIEWS,
     DTYPES,
     FACTORIES,
     HOST_TARGET_LOSSES,
@@ -57,6 +58,7 @@ from ferry.lint.torch_api import (
     NOT_TENSOR_METHODS,
     NUMPY_FACTORIES,
     PARALLEL_WRAPPERS,
+    RANDOM_SPLITS,
     TENSOR_DATASETS,
     WEIGHT_FIRST_LOSSES,
 )
@@ -99,6 +101,8 @@ class CallsMixin(DevicesMixin):
         def drop_below(self, name: str) -> None: ...
         def own(self, name: str) -> None: ...
         def instance_attributes(self, cls: ast.ClassDef) -> dict[str, Val]: ...
+        def dataset(self, cls: ast.ClassDef) -> Val: ...
+        def record_construction(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> None: ...
         def _mixes(self, node: ast.AST, left: Val, right: Val, left_node: ast.expr, right_node: ast.expr) -> bool: ...
 
     def call(self, node: ast.Call, top: bool) -> Val:
@@ -421,6 +425,16 @@ class CallsMixin(DevicesMixin):
         if full == "timm.create_model":
             where = self.device_where(device) if device is not None else made_here
             return Val("module", where, fresh=where == HOST, params=True)
+        if full in self.ctx.kinds.classes and not self.ctx.kinds.class_is_module(full):
+            self.record_construction(node, args, kwargs)
+        if full in self.ctx.kinds.classes and self._dataset_class(full):
+            return self.dataset(self.ctx.kinds.classes[full])
+        if full.startswith("torchvision.datasets.") and last[:1].isupper():
+            return self._vision_dataset(node)
+        if full in DATASET_VIEWS and args and args[0].what == "dataset":
+            return replace(args[0], origin=None, name=None)  # `Subset(dataset, indices)`: its items
+        if full in RANDOM_SPLITS and args and args[0].what == "dataset":
+            return Val("seq", element=replace(args[0], origin=None, name=None))  # `train, val = random_split(...)`
         if full in self.ctx.kinds.classes and self.ctx.kinds.class_is_module(full):
             params, aware = self._class_info(full)
             given = [*node.args, *(k.value for k in node.keywords)]
@@ -428,6 +442,39 @@ class CallsMixin(DevicesMixin):
                 return Val("module", params=params)
             return Val("module", made_here, fresh=made_here == HOST, params=params)
         return None
+
+    def _dataset_class(self, name: str, depth: int = 0) -> bool:
+        """Whether the class ``name`` of the file is a map-style ``torch.utils.data`` dataset (not a module).
+
+        Directly or through classes of the file; not an ``IterableDataset`` or a ``TensorDataset``.
+        """
+        cls = self.ctx.kinds.classes.get(name)
+        if cls is None or depth > 5 or self.ctx.kinds.class_is_module(name):
+            return False
+        for base in cls.bases:
+            full = self.ctx.qualname(base) or ""
+            if full.startswith("torch.utils.data.") and full.endswith("Dataset") and full not in TENSOR_DATASETS:
+                return "Iterable" not in full
+            if full in self.ctx.kinds.classes and self._dataset_class(full, depth + 1):
+                return True
+        return False
+
+    def _vision_dataset(self, node: ast.Call) -> Val:
+        """A ``torchvision.datasets`` dataset: its images and targets are made on the host.
+
+        Unless a transform of the file's own may move them: a ``lambda`` or a function or class of the file in its
+        arguments leaves its batches unknown.
+        """
+        own = set(self.local_functions) | set(self.ctx.kinds.classes)
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            for inner in ast.walk(arg):
+                if isinstance(inner, ast.Lambda) or (isinstance(inner, ast.Name) and inner.id in own):
+                    return Val("dataset")
+                if isinstance(inner, ast.Attribute) and inner.attr in MOVES:
+                    return Val("dataset")
+        if any(k.arg is None for k in node.keywords):
+            return Val("dataset")
+        return Val("dataset", HOST)
 
     def _loader(self, node: ast.Call, args: Args, kwargs: Kwargs) -> Val:
         """A ``DataLoader``: its batches are where a ``TensorDataset``'s tensors are.
@@ -1011,12 +1058,30 @@ def _layer(ctx: FileContext, cls: ast.ClassDef | None, attr: str) -> bool:
                 continue
             if not any(isinstance(t, ast.Attribute) and t.attr == attr for t in node.targets):
                 continue
-            full = ctx.call_name(node.value) or ""
-            last = full.rsplit(".", 1)[-1]
-            if full.startswith("torch.nn.") and last in LAYERS_WITH_PARAMETERS:
+            if _holds_parameters(ctx, node.value):
                 return True
-            if full in ctx.kinds.classes and ctx.kinds.class_is_module(full):
-                return True
+    return False
+
+
+#: Containers of layers: they hold parameters where a layer in them does.
+_CONTAINERS = frozenset({"Sequential", "ModuleList", "ModuleDict"})
+
+
+def _holds_parameters(ctx: FileContext, call: ast.Call, depth: int = 0) -> bool:
+    """Whether the module built by ``call`` holds parameters.
+
+    A layer with parameters, a module class of the file, or an ``nn.Sequential``/``ModuleList``/``ModuleDict`` with
+    one of those in it.
+    """
+    full = ctx.call_name(call) or ""
+    last = full.rsplit(".", 1)[-1]
+    if full.startswith("torch.nn.") and last in LAYERS_WITH_PARAMETERS:
+        return True
+    if full in ctx.kinds.classes and ctx.kinds.class_is_module(full):
+        return True
+    if full.startswith("torch.nn.") and last in _CONTAINERS and depth < 3:
+        inner = [n for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a)]
+        return any(isinstance(n, ast.Call) and _holds_parameters(ctx, n, depth + 1) for n in inner)
     return False
 
 
