@@ -399,3 +399,68 @@ def test_a_model_moved_while_an_earlier_output_holds_its_graph() -> None:
         out.sum().backward()
         assert (CUDA0, CUDA0) == (out.device, net[1].weight.grad.device)
         assert kept.device.type == "cpu"
+
+
+def test_frozen_parameters_moved_while_a_graph_holds_them_stay_the_optimizers() -> None:
+    # pix2pix: `requires_grad = False` on the discriminator while its losses are alive, then `net.cpu()` and
+    # `net.cuda()` to save: a GPU keeps the Parameter objects (`param.data = moved`), so the optimizer still trains
+    # them, and they stay frozen
+    with pretend_cuda():
+        net = nn.Linear(2, 2).to("cuda")
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        kept = net(torch.ones(1, 2, device="cuda"))
+        for p in net.parameters():
+            p.requires_grad = False
+        weight = net.weight
+        net.cpu()
+        net.cuda(0)
+        assert net.weight is weight
+        assert [False, False] == [p.requires_grad for p in net.parameters()]
+        for p in net.parameters():
+            p.requires_grad = True
+        before = net.weight.detach().clone()
+        net(torch.ones(1, 2, device="cuda")).sum().backward()
+        optimizer.step()
+        assert not torch.equal(before, net.weight.detach())
+        assert kept.device == CUDA0
+
+
+def test_saved_parameters_and_tensors_load_back_with_requires_grad() -> None:
+    import io
+
+    def round_trip(obj: object, **kwargs: object) -> object:
+        buffer = io.BytesIO()
+        torch.save(obj, buffer)
+        buffer.seek(0)
+        return torch.load(buffer, weights_only=False, **kwargs)  # type: ignore[arg-type]
+
+    with pretend_cuda():
+        parameter = nn.Parameter(torch.ones(2, device="cuda"))
+        loaded = round_trip(parameter)
+        assert isinstance(loaded, nn.Parameter)
+        assert (CUDA0, True, True) == (loaded.device, loaded.requires_grad, loaded.is_leaf)
+        on_host = round_trip(parameter, map_location="cpu")
+        assert isinstance(on_host, nn.Parameter)
+        assert (torch.device("cpu"), True) == (on_host.device, on_host.requires_grad)
+        leaf = round_trip(torch.ones(2, device="cuda", requires_grad=True))
+        assert (CUDA0, True, True) == (leaf.device, leaf.requires_grad, leaf.is_leaf)  # type: ignore[union-attr]
+        model = round_trip(nn.Linear(3, 2).cuda(), map_location="cuda:0")
+        assert [(CUDA0, True)] * 2 == [(p.device, p.requires_grad) for p in model.parameters()]  # type: ignore[union-attr]
+        model(torch.ones(1, 3, device="cuda")).sum().backward()  # type: ignore[operator]
+
+
+def test_one_hot_ctc_quantile_combinations_and_type_as_run_as_on_a_gpu() -> None:
+    with pretend_cuda():
+        index = torch.tensor([0, 2, 1], device="cuda")
+        assert (CUDA0, (3, 3)) == (F.one_hot(index).device, tuple(F.one_hot(index).shape))
+        assert CUDA0 == F.one_hot(index, 5).device
+        log_probs = torch.randn(6, 2, 4, device="cuda").log_softmax(2)
+        targets = torch.randint(1, 4, (2, 3), device="cuda")
+        assert CUDA0 == F.ctc_loss(log_probs, targets, torch.tensor([6, 6]), torch.tensor([3, 2])).device
+        assert CUDA0 == torch.quantile(torch.randn(4, 5, device="cuda"), 0.5).device
+        assert CUDA0 == torch.combinations(index).device
+        # `type_as` is `self.type(other.type())`: a CPU tensor typed as a CUDA one moves to the GPU
+        typed = torch.ones(1, 1).type_as(index)
+        assert (CUDA0, torch.long) == (typed.device, typed.dtype)
+        with pytest.raises(RuntimeError, match="same device"):
+            F.one_hot(index) + torch.ones(3, 3, dtype=torch.long)  # a user's CPU tensor still raises

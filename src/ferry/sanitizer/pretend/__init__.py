@@ -29,8 +29,9 @@ How it works:
       parameter's contents are swapped with its moved copy
       (``torch.utils.swap_tensors``, PyTorch's ``swap_module_params_on_conversion``, for ``Module._apply`` only), so
       optimizers built before the move, tied weights and hooks keep seeing the module's parameters (optimizer
-      state stays where it was made). A parameter that an autograd graph still holds cannot be swapped: it then
-      becomes a new Parameter on the pretend GPU (tied weights stay tied), where a GPU would keep the object.
+      state stays where it was made; frozen parameters are swapped too, and stay frozen). A parameter that an autograd
+      graph still holds may not be swappable: it then becomes a new Parameter on the pretend GPU (tied weights stay
+      tied), where a GPU would keep the object. ``torch.save`` keeps a Parameter a Parameter, and ``requires_grad``.
     * Host arguments are checked as PyTorch checks them: the ``lengths`` of ``pack_padded_sequence`` and the
       ``batch_sizes`` of a packed sequence stay on the host (see ``_HOST_ARGUMENTS`` in ``_tensor.py``);
       ``torch.tensor(t)`` copies a tensor where it is; the legacy CPU types (``torch.LongTensor([...])``) read
@@ -98,6 +99,9 @@ from ferry.sanitizer.pretend._tensor import (
     own_temporaries,
     result_device,
     type_name,
+)
+from ferry.sanitizer.pretend._tensor import (
+    place as place_data,
 )
 
 __all__ = [
@@ -452,6 +456,8 @@ class _PretendMode(TorchFunctionMode):
             torch.Tensor.pin_memory: lambda t, *args, **kwargs: t,
             torch.Tensor.tolist: lambda t: real_tensor(t).tolist(),
             torch.Tensor.type: self._type,
+            # `self.type(other.type())`, as PyTorch defines it: a CUDA type name moves to the GPU
+            torch.Tensor.type_as: lambda t, other: self._type(t, type_name(other)),
             torch.Tensor.share_memory_: self._share_memory,
             torch.Tensor.record_stream: lambda t, stream: None,
             # reads a device argument, creates nothing: left as it is (PyTorch hands the mode the patched one)
@@ -674,6 +680,12 @@ _COMPOSITES: tuple[Callable[..., Any], ...] = (
     torch.gru,
     torch.rnn_tanh,
     torch.rnn_relu,
+    torch.nn.functional.one_hot,  # zeros with its input's options, then a scatter of the input
+    torch.ctc_loss,
+    torch.nn.functional.ctc_loss,  # calls the above where the mode does not see it
+    torch.combinations,
+    torch.quantile,
+    torch.nanquantile,
 )
 
 _PARSE_TO = torch._C._nn._parse_to
@@ -839,6 +851,12 @@ def _swapping(apply: Callable[..., Any]) -> Callable[..., Any]:
             return apply(module, fn, recurse)
         swapping = torch.__future__.get_swap_module_params_on_conversion()
         tied = _parameter_owners(module) if recurse else {}
+        # swap_tensors cannot swap a parameter that does not require grad while a graph holds it (it asks for the
+        # gradient edge): frozen parameters (`requires_grad = False` for a GAN's discriminator) require grad for
+        # the swap, and are frozen again after it
+        named = module.named_parameters() if recurse else module._parameters.items()
+        frozen = {name for name, p in named if p is not None and not p.requires_grad and p.is_leaf}
+        _require_grad(module, frozen, recurse, True)
         torch.__future__.set_swap_module_params_on_conversion(True)
         _APPLYING.on = True
         try:
@@ -849,6 +867,7 @@ def _swapping(apply: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             _APPLYING.on = False
             torch.__future__.set_swap_module_params_on_conversion(swapping)
+            _require_grad(module, frozen, recurse, False)
         # A parameter an autograd graph still holds (an output computed before the move, kept alive) cannot be
         # swapped; a GPU moves it anyway (``param.data = moved``). Here it becomes a new Parameter on the pretend
         # GPU, as PyTorch's non-swapping path makes one, and tied weights stay tied. What was already swapped
@@ -867,6 +886,16 @@ def _swapping(apply: Callable[..., Any]) -> Callable[..., Any]:
         return result
 
     return _apply
+
+
+def _require_grad(module: torch.nn.Module, names: set[str], recurse: bool, value: bool) -> None:
+    """Set ``requires_grad`` of the parameters ``names`` of ``module`` (from ``named_parameters()``)."""
+    if not names:
+        return
+    named = module.named_parameters() if recurse else module._parameters.items()
+    for name, param in named:
+        if name in names and param is not None and (param.is_floating_point() or param.is_complex()):
+            param.requires_grad_(value)
 
 
 #: Whether this thread is inside :func:`_swapping`'s outermost ``_apply`` (submodules' calls go straight through).
@@ -965,7 +994,11 @@ def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Calla
                 return x._apply(lambda t: t if (d := device_for(t)) is None else move(t, d))  # type: ignore[no-untyped-call]
             if isinstance(x, torch.Tensor):
                 device = device_for(x)
-                return x if device is None else move(x, device)
+                if device is None:
+                    return x
+                # a loaded tensor is a leaf on its device, a Parameter stays one, as a GPU's torch.load gives
+                placed = place_data(x, device).requires_grad_(x.requires_grad)
+                return torch.nn.Parameter(placed, x.requires_grad) if isinstance(x, torch.nn.Parameter) else placed
             return x
 
         return tree_map(place, loaded)

@@ -199,9 +199,12 @@ class PretendTensor(torch.Tensor):
         # torch.save writes the CPU data, tagged with the pretend device as the storage's location (see
         # SAVED_LOCATIONS): the file says cuda:i, as a GPU's does, so it loads back onto the pretend GPU, and a
         # CPU-only machine needs map_location, as for a GPU's checkpoint.
-        host = self._elem.detach().clone()
+        # A Parameter is saved as one, and requires_grad with it, as PyTorch saves them.
+        host = self._elem.detach().clone().requires_grad_(self.requires_grad)
         if SAVING:  # only inside torch.save, which clears the table when it returns (never a stale address)
             SAVED_LOCATIONS[host.untyped_storage().data_ptr()] = str(self._pretend_device)
+        if getattr(self, "_is_param", False):
+            return torch.nn.Parameter(host, self.requires_grad).__reduce_ex__(proto)  # type: ignore[no-untyped-call]
         return host.__reduce_ex__(proto)  # type: ignore[no-untyped-call]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> PretendTensor:
