@@ -73,6 +73,13 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("chatbot_tutorial.py", "FRY003", 477): "torch.load(loadFilename) without map_location",
     ("chatbot_tutorial.py", "FRY002", 528): "state[k] = v.cuda() with no availability check",
     ("chatbot_tutorial.py", "FRY002", 533): "state[k] = v.cuda() with no availability check",
+    # held-out round 4: the image-captioning sample script and the translation example load their weights with
+    # torch.load(path) (no map_location); the SNLI example saves whole models with torch.save(model, path)
+    ("image_captioning_yunjey.py", "FRY003", 351): "torch.load(args.encoder_path) without map_location",
+    ("image_captioning_yunjey.py", "FRY003", 352): "torch.load(args.decoder_path) without map_location",
+    ("translation_transformer_examples.py", "FRY003", 332): "torch.load(opts.model_path) without map_location",
+    ("snli_lstm_examples.py", "FRY004", 333): "torch.save(model, snapshot_path) of the whole model",
+    ("snli_lstm_examples.py", "FRY004", 367): "torch.save(model, snapshot_path) of the whole model",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.
