@@ -121,6 +121,15 @@ def _inside(node: ast.AST, outer: ast.AST) -> bool:
     return start <= here and there <= end
 
 
+def _switches(expr: ast.AST) -> bool:
+    """Whether a chain of moves and mode switches (``model.to(device).train()``) switches the mode."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        if expr.func.attr in ("train", "eval"):
+            return True
+        expr = expr.func.value
+    return False
+
+
 def _chain_has_eval(expr: ast.AST) -> bool:
     while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
         if expr.func.attr == "eval":
@@ -229,15 +238,26 @@ class _Facts:
         return False
 
     def binding(self, name: str, at: ast.AST) -> tuple[bool, ast.expr | None]:
-        """``(bound in at's own scope before at, the assigned expression if it is one)``."""
+        """``(bound in at's own scope before at, the assigned expression if it is one)``.
+
+        Through moves of the module onto its own name (``encoder = encoder.to(device)`` after ``encoder =
+        EncoderCNN(...).eval()``: the expression is the one that built it, since ``Module.to`` returns the module).
+        """
         kinds = self.ctx.kinds
         entries = kinds.bindings.get(kinds.scope_of(at), {}).get(name, [])
         use = (getattr(at, "lineno", 0), getattr(at, "col_offset", 0))
-        earlier = [source for position, source in entries if position <= use]
+        earlier = [(position, source) for position, source in entries if position <= use]
         if not earlier:
             return False, None
-        source = earlier[-1]
-        return True, source[1] if source[0] == "expr" else None
+        for _ in range(5):
+            position, source = earlier[-1]
+            value = source[1] if source[0] == "expr" else None
+            if not (isinstance(value, ast.Call) and dotted(move_chain_root(value)) == name) or _switches(value):
+                return True, value
+            earlier = [(p, s) for p, s in earlier if p < position]  # what the moved name held before
+            if not earlier:
+                return True, value
+        return True, value
 
     def rebound_within(self, name: str, outer: ast.AST, scope: ast.AST) -> list[ast.Assign]:
         """Assignments to ``name`` inside ``outer``'s span, in ``scope``'s own code."""
