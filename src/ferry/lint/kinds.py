@@ -176,6 +176,26 @@ def own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return
 SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
+#: Attributes and methods only a tensor has (not a module, a batch object that moves itself, or a dict).
+_TENSOR_EVIDENCE = frozenset(
+    """
+    shape T mT view reshape permute transpose unsqueeze squeeze flatten contiguous long int bool argmax argmin
+    softmax log_softmax masked_fill masked_fill_ numel dim ndim detach item tolist numpy expand expand_as repeat
+    narrow index_select gather flip clamp exp log sigmoid tanh t type_as new_zeros new_ones new_full new_empty
+    masked_select topk matmul bmm mm norm view_as reshape_as unbind chunk split
+    """.split()
+)
+#: Attributes that tell nothing either way (any object moved with ``.to()`` may have them).
+_TENSOR_NEUTRAL = frozenset(
+    "to cuda cpu xpu mps device dtype float half double bfloat16 type size sum mean max min abs eq ne".split()
+)
+_ORDERINGS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+
+
+def _names(*nodes: ast.expr, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in nodes)
+
+
 class KindInference:
     """Infers :class:`Kind` s for one file; build it through :attr:`FileContext.kinds`."""
 
@@ -349,6 +369,74 @@ class KindInference:
     def infer(self, node: ast.AST) -> Kind | None:
         """The kind of expression ``node`` where it stands, or ``None`` when unknown (or too deep to follow)."""
         return self._kinds(node)
+
+    def used_as_tensor(self, name: ast.Name) -> bool:
+        """Whether the name ``name``, of no known kind, is a tensor by how its scope uses it.
+
+        Evidence: ``x.shape``, ``x.view(...)`` and other tensor-only attributes and methods, slicing
+        (``x[:-1, :]``), arithmetic and orderings with it, ``torch`` functions taking it first, or a function of the
+        file whose parameter it fills uses it so; a name unpacked beside such a name (``for src, tgt in loader:``)
+        counts too. Against: module and container methods (``x.parameters()``, ``x.keys()``), other attributes
+        (``data.edge_index``: an object, which may move itself in place), string keys (``batch["input_ids"]``).
+        """
+        scope = self.scope_of(name)
+        siblings = self._unpacked_with(scope, name.id)
+        verdicts = [self._tensor_use(scope, n, 0) for n in (name.id, *siblings)]
+        if verdicts[0] is False or any(v is False for v in verdicts[1:]):
+            return False
+        return any(v is True for v in verdicts)
+
+    def _unpacked_with(self, scope: ast.AST, name: str) -> list[str]:
+        """The other names of a tuple target that also binds ``name`` in ``scope`` (``for x, y in loader``)."""
+        found: list[str] = []
+        for node in ast.walk(scope):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+                targets = [node.target]
+            elif isinstance(node, ast.Assign):
+                targets = node.targets
+            for target in targets:
+                if isinstance(target, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in target.elts):
+                    names = [e.id for e in target.elts if isinstance(e, ast.Name)]
+                    if name in names and len(names) == len(target.elts):
+                        found.extend(n for n in names if n != name and n != "_")
+        return found
+
+    def _tensor_use(self, scope: ast.AST, name: str, depth: int) -> bool | None:
+        """``True``: ``scope`` uses ``name`` as only a tensor is used; ``False``: as something else; ``None``."""
+        evidence = False
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == name:
+                if node.attr in _TENSOR_EVIDENCE:
+                    evidence = True
+                elif node.attr not in _TENSOR_NEUTRAL:
+                    return False  # `batch.premise`, `model.parameters`, `data.edge_index`
+            elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
+                index = node.slice
+                if isinstance(index, ast.Constant) and isinstance(index.value, str):
+                    return False  # `batch["input_ids"]`: a dict or a BatchEncoding
+                parts = index.elts if isinstance(index, ast.Tuple) else [index]
+                if any(isinstance(p, ast.Slice) or (isinstance(p, ast.Constant) and p.value is None) for p in parts):
+                    evidence = True  # `tgt[:-1, :]`, `x[:, None]`: slicing of something `.to()` is called on
+            elif isinstance(node, ast.BinOp) and _names(node.left, node.right, name=name):
+                evidence = True
+            elif isinstance(node, ast.Compare) and any(isinstance(o, _ORDERINGS) for o in node.ops):
+                evidence = evidence or _names(node.left, *node.comparators, name=name)
+            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+                if node.args[0].id != name:
+                    continue
+                full = self.ctx.qualname(node.func) or ""
+                head, _, last = full.rpartition(".")
+                if head in ("torch", "torch.nn.functional") and last[:1].islower() and last not in NOT_TENSOR_FUNCTIONS:
+                    evidence = True
+                elif isinstance(node.func, ast.Name) and depth == 0 and not isinstance(scope, ast.Lambda):
+                    defined = [f for f in self.functions.get(node.func.id, []) if self.ctx.enclosing_class(f) is None]
+                    if len(defined) == 1 and defined[0].args.args:
+                        verdict = self._tensor_use(defined[0], defined[0].args.args[0].arg, depth + 1)
+                        if verdict is False:
+                            return False
+                        evidence = evidence or bool(verdict)
+        return True if evidence else None
 
     def lookup(self, name: str, at: ast.AST) -> Kind | None:
         """The kind of the dotted ``name`` as used at node ``at``."""

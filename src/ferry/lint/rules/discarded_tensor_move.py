@@ -5,7 +5,11 @@ Finds a tensor moved or converted (``.to(...)``, ``.cuda()``, ``.xpu()`` and the
 ``.cpu()``, ``.half()``, ``.float()``, ``.double()``, ``.bfloat16()``, ``.type(...)``, ``.contiguous()``,
 ``.pin_memory()``) as a statement of its own, its result thrown away. The receiver is a tensor by what its name was
 bound to (torch factories and operations, ``torch.from_numpy``, batches from a ``DataLoader``, arithmetic on
-tensors); modules are not reported: ``model.to(device)`` alone is correct. Also ``ferry.to_device(batch, device)``
+tensors), or, for a name of no known kind, by how its function uses it: tensor-only attributes and methods
+(``x.shape``, ``x.view(...)``), slicing, arithmetic, ``torch`` functions, or a name unpacked beside one used so
+(``for src, tgt in loader:``); not when it is also used as an object (``batch.premise``, ``batch["input_ids"]``,
+``model.parameters()``), which may move itself in place. Modules are not reported: ``model.to(device)`` alone is
+correct. Also ``ferry.to_device(batch, device)``
 as a statement: it returns a moved copy of any batch and leaves its input where it was.
 
 ## Why is this bad
@@ -94,8 +98,12 @@ def _is_tensor_move(ctx: FileContext, call: ast.expr) -> bool:
         return False
     if call.func.attr == "type" and not (call.args or call.keywords):
         return False  # `t.type()` returns the type name: nothing to keep
-    kind = ctx.kind(call.func.value)
-    return (kind is not None and kind.is_tensor) or call in tensor_moves(ctx)
+    receiver = call.func.value
+    kind = ctx.kind(receiver)
+    if (kind is not None and kind.is_tensor) or call in tensor_moves(ctx):
+        return True
+    # a name of no known kind that its function uses as a tensor (`for src, tgt in loader: ...; tgt[:-1, :]`)
+    return kind is None and isinstance(receiver, ast.Name) and ctx.kinds.used_as_tensor(receiver)
 
 
 def _finding(ctx: FileContext, stmt: ast.Expr, call: ast.Call, tuple_fix: Fix | None, *, in_tuple: bool) -> Finding:
