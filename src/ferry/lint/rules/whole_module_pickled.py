@@ -5,8 +5,10 @@ Finds ``torch.save`` called on an ``nn.Module`` itself, or on a checkpoint dict,
 (``{"epoch": epoch, "model": model}``, also when built first and filled with ``state["model"] = model``). A value
 is a module by what it was bound to (``nn`` classes, classes of the file that subclass ``nn.Module``, model
 builders, ``self`` in a module's method), or, for a parameter whose callers are not in the file, by its name
-(``model``, ``net``, ``network``, ``*_model``, ``*_net``) when it is stored as it is; callers in the file that pass
-something else (``save(model.state_dict(), path)``) silence that.
+(``model``, ``net``, ``network``, ``*_model``, ``*_net``, ``netG``) when it is stored as it is; callers in the file
+that pass something else (``save(model.state_dict(), path)``) silence that. The same names count for an attribute of
+``self`` or a local bound only to parameters, ``getattr(...)`` or modules (``self.model``, ``net =
+getattr(self, "net" + name)``), through ``.cpu()``/``.eval()`` and a ``DataParallel``'s ``.module``.
 
 ## Why is this bad
 Pickling a module stores a reference to its class (``models.textcnn.TextCNN``), not its code: loading needs the
@@ -84,11 +86,58 @@ def _model_parameter(ctx: FileContext, name: ast.Name) -> bool:
     return True
 
 
-def _module(ctx: FileContext, node: ast.expr) -> bool:
+def _module(ctx: FileContext, node: ast.expr, depth: int = 0) -> bool:
     kind = ctx.kind(node)
     if kind is not None:
         return kind.is_module
-    return isinstance(node, ast.Name) and _model_parameter(ctx, node)
+    if depth > 3:
+        return False
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MODULE_CHAIN:
+        return not node.args and _module(ctx, node.func.value, depth + 1)  # `net.module.cpu()`
+    if isinstance(node, ast.Attribute) and node.attr == "module":  # the module a DataParallel wraps
+        return _module(ctx, node.value, depth + 1) or (isinstance(node.value, ast.Name) and _model_name(node.value.id))
+    if isinstance(node, ast.Attribute) and dotted(node.value) == "self" and _model_name(node.attr):
+        return _kept_as_it_is(ctx, node)  # `self.model`, set in `__init__` from a parameter
+    if isinstance(node, ast.Name):
+        return _model_parameter(ctx, node) or (_model_name(node.id) and _kept_as_it_is(ctx, node))
+    return False
+
+
+#: Module methods that return the module itself (``net.cpu()`` saved is ``net`` saved).
+MODULE_CHAIN = frozenset({"cpu", "cuda", "eval", "train", "float", "half", "double", "bfloat16"})
+
+
+def _model_name(name: str) -> bool:
+    """``model``, ``net``, ``*_model``, ``netG``: a name people give modules."""
+    return name in MODEL_NAMES or name.endswith(MODEL_SUFFIXES) or (name.startswith("net") and name[3:4].isupper())
+
+
+def _kept_as_it_is(ctx: FileContext, node: ast.Name | ast.Attribute) -> bool:
+    """Whether every binding of the name (of the attribute, in its class) is a parameter, ``getattr``, or a module.
+
+    Not when one is a ``state_dict()``, a dict or a ``torch.load`` result: then it may hold weights, not a module.
+    """
+    name = dotted(node)
+    if name is None:
+        return False
+    cls = ctx.enclosing_class(node)
+    scope = cls if isinstance(node, ast.Attribute) else (ctx.enclosing_function(node) or ctx.tree)
+    if scope is None:
+        return False
+    values = [
+        n.value for n in ast.walk(scope) if isinstance(n, ast.Assign) and any(dotted(t) == name for t in n.targets)
+    ]
+    if not values:
+        return False
+    for value in values:
+        if isinstance(value, ast.Name):
+            continue
+        if isinstance(value, ast.Call) and ctx.call_name(value) == "getattr":
+            continue
+        kind = ctx.kind(value)
+        if kind is None or not kind.is_module:
+            return False
+    return True
 
 
 def _literal(ctx: FileContext, node: ast.expr, at: ast.AST) -> ast.expr | None:
