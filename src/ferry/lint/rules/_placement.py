@@ -809,7 +809,9 @@ class _Flow(CallsMixin):
                 continue
             if val.what == "module" and val.fresh and moved_locals:
                 continue
-            if val.what in ("device", "dataset") or (val.what in ("module", *TENSORISH) and attr not in handled):
+            if val.what in ("device", "dataset", "loader") or (
+                val.what in ("module", *TENSORISH) and attr not in handled
+            ):
                 found[name] = val
         self._instances[cls] = (seen, found)
         return found
@@ -861,7 +863,7 @@ class _Flow(CallsMixin):
                 k: replace(v, origin=v.origin if v.what == "module" else None, name=None) for k, v in given.items()
             }
             agreed = given if i == 0 else {k: v for k, v in agreed.items() if given.get(k) == v}
-        return {k: v for k, v in agreed.items() if v.what in ("module", "device", "dataset", *TENSORISH)}
+        return {k: v for k, v in agreed.items() if v.what in ("module", "device", "dataset", "loader", *TENSORISH)}
 
     def record_construction(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> None:
         """Note what a construction of a plain class of the file passes (see :meth:`_constructed_with`)."""
