@@ -4,14 +4,19 @@
 Finds models used for prediction in the wrong autograd or module mode, in these shapes:
 
 - weights loaded (``model.load_state_dict(...)``, or a whole model from ``torch.load``/``torch.jit.load``) and the
-  model then called (``model(x)``, ``model.forward/inference/predict(x)``, or handed to a function of the file that
-  only predicts with it: calls it, never switches its mode, does not train) with no ``model.eval()`` in between,
+  model then called (``model(x)``, ``model.forward/inference/predict(x)``, a method of the model's class that runs
+  its layers such as ``model.encode(src)``, or handed to a function of the file that only predicts with it: calls
+  it, never switches its mode, does not train) with no ``model.eval()`` in between,
   in code that does not train (no ``backward()``/``optimizer.step()`` in the function) and never calls
   ``model.train()``;
 - a model switched to ``eval()`` and then called in a loop whose outputs are kept (``outs.append(model(x))``)
   outside ``torch.no_grad()``/``torch.inference_mode()``, in a function that does not train;
-- a function of the file that predicts under ``no_grad`` with a model it never switches to ``eval()``, after a
-  caller trained that model (``model.train()``, or a call of a function that does);
+- a function of the file that predicts under ``no_grad`` (or anywhere, when its name says it evaluates:
+  ``validate``, ``eval_fn``, ``test``) with a model it never switches to ``eval()``, after a caller trained that model
+  (``model.train()``, or a call of a function that does); also a method of a plain class of the file, such as a
+  trainer's ``eval_fn`` predicting with ``self.model`` after ``self.train_fn()`` switched it to training;
+- validation inside the training loop: the model trained in this pass of the loop (switched with ``train()`` at its
+  top) and then predicts under ``no_grad`` with no ``eval()`` in between;
 - a training loop over phases that calls ``model.train()`` in one branch (``if phase == "train":``) and never
   ``model.eval()``: in the other phase the model predicts with gradients off (``torch.no_grad()``,
   ``torch.set_grad_enabled(phase == "train")``) still in training mode.
@@ -72,12 +77,14 @@ def embed(encoder, images):
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
 from ferry.lint.rules._placement import local_functions
+from ferry.lint.rules._placement_calls import feeds_submodule, file_method
 from ferry.lint.rules._training import (
     before,
     calls_in,
@@ -162,11 +169,21 @@ def _switches_mode(call: ast.Call, model: str) -> bool:
     )
 
 
-def _is_model_call(call: ast.Call, name: str) -> bool:
+def _is_model_call(call: ast.Call, name: str, ctx: FileContext) -> bool:
+    """Whether ``call`` runs the model ``name``.
+
+    ``model(x)``, ``model.forward/inference/predict(x)``, or a method of the file's module classes that runs the
+    model's layers on its input (``model.encode(src)`` where ``encode`` calls ``self.encoder(src)``).
+    """
     callee = call.func
     if dotted(callee) == name:
         return True
-    return isinstance(callee, ast.Attribute) and callee.attr in PREDICT_METHODS and dotted(callee.value) == name
+    if not (isinstance(callee, ast.Attribute) and dotted(callee.value) == name):
+        return False
+    if callee.attr in PREDICT_METHODS:
+        return True
+    method = file_method(ctx, callee.attr)
+    return method is not None and feeds_submodule(ctx, method)
 
 
 def _frozen(scope: ast.AST) -> bool:
@@ -409,7 +426,7 @@ def _loaded_without_eval(facts: _Facts) -> Iterator[Finding]:
                         f"and batch norm uses batch statistics; fix: call `{name}.eval()` first",
                     )
                 break  # handed to another function, which may switch the mode
-            if not _is_model_call(call, name):
+            if not _is_model_call(call, name, ctx):
                 continue
             later = [a for a in facts.assigns.get(name, []) if a is not load and before(load, a) and before(a, call)]
             if any(scope_node(ctx, a) is scope for a in later):
@@ -449,7 +466,7 @@ def _predicting_helper(facts: _Facts, call: ast.Call, name: str) -> str | None:
             dotted(a) == param for a in [*inner.args, *(k.value for k in inner.keywords)]
         ):
             return None
-        predicts = predicts or _is_model_call(inner, param)
+        predicts = predicts or _is_model_call(inner, param, facts.ctx)
     return func.name if predicts else None
 
 
@@ -564,7 +581,7 @@ def _kept_without_grad_off(facts: _Facts) -> Iterator[Finding]:
     for produced, loop, holder in _kept_outputs(facts):
         callee = produced.func
         model = dotted(callee.value if isinstance(callee, ast.Attribute) and callee.attr in PREDICT_METHODS else callee)
-        if model is None or model not in sites or produced in seen or not _is_model_call(produced, model):
+        if model is None or model not in sites or produced in seen or not _is_model_call(produced, model, ctx):
             continue
         scope = scope_node(ctx, loop)
         if scope_node(ctx, produced) is not scope or grad_mode_context(ctx, produced):
@@ -665,11 +682,55 @@ def _own_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return names
 
 
+#: Words of a function's name that say it evaluates or predicts (``validate``, ``eval_fn``, ``test_epoch``).
+EVALUATION_WORDS = frozenset(
+    "eval evaluate evaluation valid validate validation val test testing predict prediction infer inference".split()
+)
+
+
+def _evaluates(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the function's name says it evaluates (its model calls are predictions, with or without no_grad)."""
+    return bool(set(re.split(r"[^a-z]+", func.name.lower())) & EVALUATION_WORDS)
+
+
+def _predictions(facts: _Facts, func: ast.FunctionDef | ast.AsyncFunctionDef, model: str) -> list[ast.Call]:
+    """The calls of ``model`` in ``func`` that predict: under ``no_grad``, or anywhere in a function named so.
+
+    Empty when ``func`` switches ``model``'s mode itself, or hands it to another call before predicting.
+    """
+    ctx = facts.ctx
+    calls = facts.calls(func)
+    if any(_switches_mode(c, model) for c in calls):
+        return []
+    named = _evaluates(func)
+    found = [c for c in calls if _is_model_call(c, model, ctx) and (named or _without_grad(ctx, c))]
+    if found and any(
+        before(c, found[0]) and any(dotted(a) == model for a in [*c.args, *(k.value for k in c.keywords)])
+        for c in calls
+    ):
+        return []  # handed to another function first, which may switch the mode
+    return found
+
+
+def _evaluation_message(
+    ctx: FileContext, func: ast.AST, model: str, first: ast.Call, site: ast.Call, switch: ast.AST
+) -> str:
+    name = getattr(func, "name", "the function")
+    how = "under `torch.no_grad()` " if _without_grad(ctx, first) else ""
+    return (
+        f"`{model}` is called {how}for evaluation in training mode: before `{name}(...)` (line {site.lineno}) it "
+        f"was last switched to training (line {getattr(switch, 'lineno', 0)}), and `{name}` never calls "
+        f"`{model}.eval()`; dropout stays active and batch norm uses batch statistics; fix: call `{model}.eval()` at "
+        f"the start of `{name}` (and `{model}.train()` before training again)"
+    )
+
+
 def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
     """Evaluation in training mode, after training, in a function of the file.
 
-    The function predicts under ``no_grad`` with a model it is given (or a global one) and never switches its mode,
-    and a caller last switched that model to training mode (``model.train()``, or a call of a function that does).
+    The function predicts (under ``no_grad``, or anywhere when its name says it evaluates: ``validate``,
+    ``eval_fn``) with a model it is given (or a global one) and never switches its mode, and a caller last switched
+    that model to training mode (``model.train()``, or a call of a function that does).
     """
     ctx = facts.ctx
     local = local_functions(ctx)
@@ -681,17 +742,9 @@ def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
         own = _own_names(func)
         used = {c.func.id for c in calls if isinstance(c.func, ast.Name) and c.func.id not in own}
         for param in [*params, *sorted(used - set(local) - set(ctx.kinds.classes))]:
-            if any(_switches_mode(c, param) for c in calls):
-                continue
-            predictions = [c for c in calls if _is_model_call(c, param) and _without_grad(ctx, c)]
+            predictions = _predictions(facts, func, param)
             if not predictions:
                 continue
-            first = predictions[0]
-            if any(
-                before(c, first) and any(dotted(a) == param for a in [*c.args, *(k.value for k in c.keywords)])
-                for c in calls
-            ):
-                continue  # handed to another function first, which may switch the mode
             sites = [n for n in ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == func.name]
             modes = []
             for site in sites:
@@ -704,17 +757,97 @@ def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
                 if mode is not None and mode[0] == "train":  # one caller that trains it first is enough
                     modes.append((site, mode[1]))
             else:
-                if not modes:
+                if modes:
+                    site, switch = modes[0]
+                    message = _evaluation_message(ctx, func, param, predictions[0], site, switch)
+                    yield Finding(predictions[0], message=message)
+    yield from _evaluated_after_training_by_methods(facts)
+
+
+def _plain_class(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """A class of the file that is no ``nn.Module`` and has no base from elsewhere (a trainer of the script's own).
+
+    Lightning modules and subclasses of other libraries' trainers are left alone: their library switches the mode.
+    """
+    if ctx.kinds.class_is_module(cls.name) or cls.keywords:
+        return False
+    for base in cls.bases:
+        name = dotted(base)
+        if name == "object":
+            continue
+        if name is None or name not in ctx.kinds.classes or not _plain_class(ctx, ctx.kinds.classes[name]):
+            return False
+    return True
+
+
+def _evaluated_after_training_by_methods(facts: _Facts) -> Iterator[Finding]:
+    """The same in a plain class of the file: ``eval_fn`` predicts with ``self.model`` after ``train_fn`` trained it.
+
+    Its callers are the class's other methods (``self.train_fn(); self.eval_fn()``); a method that calls
+    ``self.model.train()`` trains it.
+    """
+    ctx = facts.ctx
+    for cls in list(ctx.kinds.classes.values()):
+        if not _plain_class(ctx, cls):
+            continue
+        methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)}
+        for method in methods.values():
+            if facts.trains(method, with_losses=False) or not method.args.args:
+                continue
+            me = method.args.args[0].arg
+            models = sorted(
+                {
+                    name
+                    for c in facts.calls(method)
+                    for name in [dotted(c.func), dotted(c.func.value) if isinstance(c.func, ast.Attribute) else None]
+                    if name is not None and name.startswith(f"{me}.") and name.count(".") == 1
+                }
+            )
+            for model in models:
+                predictions = _predictions(facts, method, model)
+                if not predictions:
                     continue
-                site, switch = modes[0]
-                yield Finding(
-                    first,
-                    message=f"`{param}` is called under `torch.no_grad()` for evaluation in training mode: before "
-                    f"`{func.name}(...)` (line {site.lineno}) it was last switched to training "
-                    f"(line {getattr(switch, 'lineno', 0)}), and `{func.name}` never calls `{param}.eval()`; dropout "
-                    f"stays active and batch norm uses batch statistics; fix: call `{param}.eval()` at the start of "
-                    f"`{func.name}` (and `{param}.train()` before training again)",
-                )
+                found = _trained_before_method_call(facts, cls, methods, method.name, model.split(".", 1)[1])
+                if found is not None:
+                    site, switch = found
+                    message = _evaluation_message(ctx, method, model, predictions[0], site, switch)
+                    yield Finding(predictions[0], message=message)
+
+
+def _trained_before_method_call(
+    facts: _Facts, cls: ast.ClassDef, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], name: str, attr: str
+) -> tuple[ast.Call, ast.AST] | None:
+    """Where another method of ``cls`` calls ``self.<name>(...)`` with ``self.<attr>`` last switched to training.
+
+    ``(the call, the switch)``: ``self.<attr>.train()``, or a call of a method that does, before the call.
+    """
+    for caller in methods.values():
+        if not caller.args.args:
+            continue
+        me = caller.args.args[0].arg
+        model = f"{me}.{attr}"
+        calls = facts.calls(caller)
+        for site in calls:
+            if not (isinstance(site.func, ast.Attribute) and dotted(site.func) == f"{me}.{name}"):
+                continue
+            for call in reversed([c for c in calls if before(c, site)]):
+                if _switches_mode(call, model):
+                    if _trains_again(call):
+                        return site, call
+                    break
+                callee = call.func
+                own = isinstance(callee, ast.Attribute) and dotted(callee.value) == me
+                other = methods.get(callee.attr) if isinstance(callee, ast.Attribute) and own else None
+                if other is not None and other.args.args:
+                    inner = f"{other.args.args[0].arg}.{attr}"
+                    switches = [c for c in facts.calls(other) if _switches_mode(c, inner)]
+                    if switches:
+                        if all(_trains_again(c) for c in switches):
+                            return site, call
+                        break
+                if any(dotted(a) == model for a in [*call.args, *(k.value for k in call.keywords)]):
+                    break  # handed to code that may switch the mode
+    return None
 
 
 def _predicted_after_training_here(facts: _Facts) -> Iterator[Finding]:
@@ -769,13 +902,90 @@ def _predicted_after_training_here(facts: _Facts) -> Iterator[Finding]:
             )
 
 
+def _loss(ctx: FileContext, built: ast.AST) -> bool:
+    """``nn.CrossEntropyLoss()``: a loss module (called under ``no_grad`` in validation, it predicts nothing)."""
+    root = move_chain_root(built)
+    name = ctx.call_name(root) if isinstance(root, ast.Call) else None
+    return name is not None and name.rsplit(".", 1)[-1].endswith("Loss")
+
+
+#: Calls that take a model without switching its mode (``torch.save(model, path)`` in a loop that validates).
+_MODE_KEEPING_CALLS = frozenset(
+    {"torch.save", "print", "len", "str", "repr", "isinstance", "id", "type", "copy.deepcopy", "deepcopy"}
+)
+
+
+def _validated_inside_training_loop(facts: _Facts, reported: set[ast.AST]) -> Iterator[Finding]:
+    """Periodic validation inside the training loop, in training mode.
+
+    ``for batch in loader: model.train(); ...; loss.backward(); opt.step(); if step % k == 0: with
+    torch.no_grad(): model(dev_x)``: the model was switched to training in this pass of the loop (or never to eval
+    in the function) and predicts under ``no_grad`` after the step with no ``model.eval()`` in between.
+    """
+    ctx = facts.ctx
+    scopes: list[ast.AST] = [ctx.tree, *ctx.nodes(ast.FunctionDef), *ctx.nodes(ast.AsyncFunctionDef)]
+    for scope in scopes:
+        calls = facts.calls(scope)
+        done: set[str] = set()
+        for prediction in calls:
+            model = dotted(prediction.func)
+            if model is None or model in done or prediction in reported or not _without_grad(ctx, prediction):
+                continue
+            if isinstance(prediction.func, ast.Attribute) and not model.startswith("self."):
+                continue
+            loop = innermost_loop(ctx, prediction)
+            while loop is not None and scope_node(ctx, loop) is scope:
+                body = [c for c in calls if _inside(c, loop) and before(c, prediction)]
+                trained = any(_is_model_call(c, model, ctx) and not _without_grad(ctx, c) for c in body) and any(
+                    facts._training_call(c, False) for c in body
+                )
+                if trained:
+                    break
+                loop = innermost_loop(ctx, loop)
+            if loop is None or scope_node(ctx, loop) is not scope:
+                continue
+            body = [c for c in calls if _inside(c, loop) and before(c, prediction)]
+            switch = next((c for c in reversed(body) if _switches_mode(c, model)), None)
+            if switch is None:
+                if any(_switches_mode(c, model) for c in calls):
+                    continue  # switched somewhere else in the function: the mode at this point is not known
+                _, built = facts.binding(model, prediction)
+                if built is None or facts.mode_free(built) or facts.known_eval(built) or _loss(ctx, built):
+                    continue
+            elif not _trains_again(switch):
+                continue
+            since = [c for c in body if switch is None or before(switch, c)]
+            if any(
+                any(dotted(a) == model for a in [*c.args, *(k.value for k in c.keywords)])
+                and ctx.call_name(c) not in _MODE_KEEPING_CALLS
+                for c in since
+            ):
+                continue  # handed to another call, which may switch the mode
+            if any(
+                isinstance(c.func, ast.Name)
+                and c.func.id in local_functions(ctx)
+                and any(_switches_mode(inner, model) for inner in facts.calls(local_functions(ctx)[c.func.id]))
+                for c in since
+            ):
+                continue
+            done.add(model)
+            where = f"line {switch.lineno}" if switch is not None else "it was built"
+            yield Finding(
+                prediction,
+                message=f"`{model}` predicts under `torch.no_grad()` inside its training loop (line {loop.lineno}) "
+                f"in training mode: it was last switched to training ({where}) and trained in this pass; dropout "
+                f"stays active and batch norm uses batch statistics; fix: call `{model}.eval()` before this "
+                f"validation (and `{model}.train()` before the next training step)",
+            )
+
+
 def _training_loop_before(
     facts: _Facts, scope: ast.AST, calls: list[ast.Call], prediction: ast.Call, model: str
 ) -> ast.For | ast.AsyncFor | ast.While | None:
     """The last loop of ``scope`` before ``prediction`` that calls ``model`` and trains (backward, optimizer step)."""
     found: ast.For | ast.AsyncFor | ast.While | None = None
     for call in calls:
-        if not before(call, prediction) or not _is_model_call(call, model) or _without_grad(facts.ctx, call):
+        if not before(call, prediction) or not _is_model_call(call, model, facts.ctx) or _without_grad(facts.ctx, call):
             continue
         loop = innermost_loop(facts.ctx, call)
         if loop is None or _inside(prediction, loop) or scope_node(facts.ctx, loop) is not scope:
@@ -823,7 +1033,7 @@ def _phases_without_eval(facts: _Facts) -> Iterator[Finding]:
                 _switches_mode(c, model) and c is not switch and not _trains_again(c) for c in calls
             ):  # an eval() somewhere (or a second train() that may be train(False)): not this bug
                 continue
-            uses = [c for c in calls if _is_model_call(c, model) and _inside(c, loop) and _gradients_off(ctx, c)]
+            uses = [c for c in calls if _is_model_call(c, model, ctx) and _inside(c, loop) and _gradients_off(ctx, c)]
             if not uses or not facts.trains(func, with_losses=False):
                 continue
             yield Finding(
@@ -847,7 +1057,9 @@ def check(ctx: FileContext) -> Iterator[Finding]:
     yield from _loaded_without_eval(facts)
     yield from _kept_without_grad_off(facts)
     yield from _evaluated_after_training(facts)
-    yield from _predicted_after_training_here(facts)
+    here = list(_predicted_after_training_here(facts))
+    yield from here
+    yield from _validated_inside_training_loop(facts, {f.node for f in here if f.node is not None})
     yield from _phases_without_eval(facts)
 
 
