@@ -7,10 +7,18 @@ from pathlib import Path
 import pytest
 import torch
 
+import _support
 from _support import SHARED
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Tests that launch several ranks hold a machine-wide lock (see _support.one_launch_at_a_time): on two pytest-xdist
+    # workers, one would wait for the other's launch with nothing to do. So they all go to one worker, first (the
+    # pyproject's `--dist loadgroup`), and the other workers take the rest meanwhile.
+    for item in items:
+        if "launches" in item.keywords:
+            item.add_marker(pytest.mark.xdist_group("launches"))
+    items.sort(key=lambda item: "launches" not in item.keywords)
     # device_count() asks NVML and does not initialise CUDA, so collection stays fork-safe.
     if torch.cuda.device_count() > 0:
         return
@@ -27,3 +35,7 @@ def shared_cases() -> Path:
     if not cases.is_dir():
         pytest.skip(f"{cases} not found: the shared cases folder lies beside the repo in CI and dev checkouts")
     return cases
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _support.LAUNCHES_MARKED = "launches" in item.keywords

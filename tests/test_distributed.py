@@ -143,6 +143,7 @@ def torchrun(scenario, tmp_path):
     return [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
 
 
+@pytest.mark.launches
 @pytest.mark.slow
 def test_init_and_ddp_on_two_ranks(tmp_path):
     ranks = torchrun("basics", tmp_path)
@@ -156,6 +157,7 @@ def test_init_and_ddp_on_two_ranks(tmp_path):
     assert ranks[0]["initial"] != ranks[0]["params"]  # after a real step
 
 
+@pytest.mark.launches
 @pytest.mark.slow
 def test_fsdp2_on_two_ranks(tmp_path):
     ranks = torchrun("fsdp", tmp_path)
@@ -167,6 +169,7 @@ def test_fsdp2_on_two_ranks(tmp_path):
     assert ranks[0]["loss"] != ranks[1]["loss"]
 
 
+@pytest.mark.launches
 @pytest.mark.slow
 def test_sampler_splits_and_resumes_on_two_ranks(tmp_path):
     ranks = torchrun("sampler", tmp_path)
@@ -180,6 +183,7 @@ def test_sampler_splits_and_resumes_on_two_ranks(tmp_path):
         assert r["epoch1"] == r["next_epoch"]
 
 
+@pytest.mark.launches
 @pytest.mark.slow
 def test_a_script_without_teardown_code_exits_cleanly(tmp_path):
     """init() owns the group it created: at exit a barrier, then destroy_process_group (gloo aborted otherwise)."""

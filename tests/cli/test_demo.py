@@ -173,6 +173,7 @@ def _weights(directory):
     return ferry.load(directory / "model.safetensors")
 
 
+@pytest.mark.launches
 @pytest.mark.slow
 def test_demo_on_two_ranks_survives_sigterm_to_the_launcher_and_resumes_exactly(tmp_path, capfd):
     # 2 ranks for 100 steps straight (in this process) vs 2 ranks whose launcher gets SIGTERM after the first

@@ -538,6 +538,7 @@ def by_rank(seen: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
     return sorted(of(seen, event), key=lambda e: e["rank"])
 
 
+@pytest.mark.launches
 @pytest.mark.slow
 def test_two_processes_save_once_with_an_rng_file_each_and_resume_like_an_uninterrupted_run(tmp_path: Path) -> None:
     """DDP on the CPU: one folder, the RNG states of each process; a bad state on process 0 stops both, unwritten."""

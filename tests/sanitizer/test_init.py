@@ -453,6 +453,55 @@ def test_evaluation_in_the_mode_chosen_after_training_is_not_reported():
     assert [] == report.findings
 
 
+def _validate(model, batches):
+    total = 0.0
+    for x, y in batches:
+        total += float(nn.functional.cross_entropy(model(x), y))  # grad enabled: validation as many scripts write it
+    return total
+
+
+def _train_and_validate(model, batches):
+    _train_steps(model)
+    return _validate_in_eval_mode(model, batches)
+
+
+def _validate_in_eval_mode(model, batches):
+    model.eval()
+    return _validate(model, batches)
+
+
+def test_validation_with_grad_enabled_after_training_is_reported_by_its_function_name():
+    batches = [(torch.randn(2, 4), torch.tensor([0, 1]))]
+    with warnings.catch_warnings(record=True), ferry.sanitize() as report:  # reported when the block ends
+        warnings.simplefilter("always")
+        head = _head()
+        _train_steps(head)
+        _validate(head, batches)  # still in training mode: Dropout active
+    line = _validate.__code__.co_firstlineno + 3
+    assert [("inference-in-train-mode", line)] == [(f.kind, f.where.line) for f in report.findings]
+    assert "from `_validate` (evaluation, no backward followed)" in report.findings[0].message
+    with warnings.catch_warnings(record=True), ferry.sanitize() as report:
+        warnings.simplefilter("always")
+        head = _head()
+        _train_steps(head)
+        _validate(head, batches * 3)  # several batches: reported at the second call
+        assert 1 == len(report.findings)
+
+
+def test_validation_in_eval_mode_and_steps_written_in_a_test_function_are_not_reported():
+    batches = [(torch.randn(2, 4), torch.tensor([0, 1]))]
+    with ferry.sanitize() as report:
+        head = _head()
+        _train_and_validate(head, batches)  # eval() first
+        head.train()
+        _train_steps(head)
+        for _ in range(2):  # steps written in this function (named for testing): a backward follows each call
+            head(torch.randn(2, 4)).sum().backward()
+        fresh = _head()
+        _validate(fresh, batches)  # never trained here
+    assert [] == report.findings
+
+
 def test_data_parallel_state_dict_is_reported_before_pytorchs_error():
     saved = nn.DataParallel(nn.Linear(2, 1)).state_dict()
     model = nn.Linear(2, 1)

@@ -11,6 +11,9 @@ Two shapes, chosen to stay quiet in normal training:
 - **after training**: a root module that trained (a backward went through its output since its last
   ``.train()``/``.eval()`` call) and has an active Dropout layer is then called under ``torch.no_grad()``/
   ``inference_mode`` still in training mode: the evaluation after a training loop that forgot ``model.eval()``.
+  With grad enabled, the same holds when the call comes from a function named for evaluation (``validate``,
+  ``eval_fn``, ``test``, ``predict``; not one whose name also says ``train``) other than the one that trained it:
+  validation loops that compute a loss without ``no_grad``.
   A module whose only mode-dependent layers are BatchNorm is reported only when what it gave is then scored: its
   output (or what is computed from it) reaches a loss function or is compared with another tensor
   (``criterion(outputs, targets)``, ``predicted.eq(targets)``). Running BatchNorm in training mode under
@@ -23,8 +26,10 @@ different answer. Calling ``model.eval()`` (or ``model.train()``, to say trainin
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Callable
+from types import CodeType
 from typing import Any
 
 import torch
@@ -34,10 +39,22 @@ from torch.utils._pytree import tree_leaves
 from ferry.sanitizer._frames import SourceLine, source_line, user_frame
 
 Emit = Callable[[str, SourceLine, str, "Exception | None", Any], None]
-#: A watched output: the model's class name, where it was called, its BatchNorm layers.
-_Scored = tuple[str, SourceLine, list[str]]
+#: A watched output: the model's class name, where it was called, its BatchNorm layers, how (``under no_grad``).
+_Scored = tuple[str, SourceLine, list[str], str]
 #: How many tensors computed from watched outputs are followed at most.
 _WATCHED = 4096
+
+
+#: Words of a function's name that say it evaluates (the linter's FRY010 reads names the same way).
+_EVALUATION_WORDS = frozenset(
+    "eval evaluate evaluation valid validate validation val test testing predict prediction infer inference".split()
+)
+
+
+def _evaluating(code: CodeType) -> bool:
+    """Whether a function's name says it evaluates, and not that it trains (``validate``, not ``train_and_eval``)."""
+    words = set(re.split(r"[^a-z]+", code.co_name.lower()))
+    return bool(words & _EVALUATION_WORDS) and not any(w.startswith("train") for w in words)
 
 
 def active_layers(module: nn.Module) -> list[str]:
@@ -67,8 +84,14 @@ class TrainModeWatch:
         self._pending: weakref.WeakKeyDictionary[nn.Module, tuple[SourceLine, list[str]]] = weakref.WeakKeyDictionary()
         #: root modules a backward went through since their last .train()/.eval() call
         self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+        #: the function whose call of such a module the backward went through (where it trained)
+        self._trained_in: weakref.WeakKeyDictionary[nn.Module, CodeType | None] = weakref.WeakKeyDictionary()
+        #: trained modules a function named for evaluation called with grad enabled, no backward since: where, name
+        self._evaluated: weakref.WeakKeyDictionary[nn.Module, tuple[SourceLine, str]] = weakref.WeakKeyDictionary()
         #: BatchNorm-only modules called under no_grad in training mode after training: whose output to watch
-        self._scored: weakref.WeakKeyDictionary[nn.Module, tuple[SourceLine, list[str]]] = weakref.WeakKeyDictionary()
+        self._scored: weakref.WeakKeyDictionary[nn.Module, tuple[SourceLine, list[str], str]] = (
+            weakref.WeakKeyDictionary()
+        )
         #: tensors computed from such an output (by id: tensors compare element-wise), with the call that made it
         #: (see :meth:`scored`)
         self.suspects: dict[int, tuple[weakref.ref[torch.Tensor], _Scored]] = {}
@@ -83,12 +106,23 @@ class TrainModeWatch:
         self._loaded.discard(module)
         self._pending.pop(module, None)
         self._trained.discard(module)
+        self._trained_in.pop(module, None)
+        self._evaluated.pop(module, None)
 
     def root_forward(self, module: nn.Module) -> None:
         """A root module's forward starts (cheap when ``module`` is not watched)."""
         if module not in self._loaded:
-            if module in self._trained and module.training and not torch.is_grad_enabled():
-                self._after_training(module)
+            if module in self._trained and module.training:
+                if not torch.is_grad_enabled():
+                    self._after_training(module, None)
+                    return
+                evaluated = self._evaluated.pop(module, None)
+                if evaluated is not None:  # called again by evaluation code, and no backward since the last call
+                    self._after_training(module, *evaluated)
+                    return
+                frame = user_frame(2)
+                if frame is not None and _evaluating(frame.f_code) and frame.f_code is not self._trained_in.get(module):
+                    self._evaluated[module] = (source_line(frame), frame.f_code.co_name)
             return
         pending = self._pending.pop(module, None)
         if pending is not None:  # called again, and no backward since the last call
@@ -107,16 +141,24 @@ class TrainModeWatch:
         else:
             self._report(module, where, layers)
 
-    def _after_training(self, module: nn.Module) -> None:
+    def _after_training(self, module: nn.Module, called: SourceLine | None = None, evaluating: str = "") -> None:
+        """Report (or, BatchNorm only, watch) a trained module called in training mode for evaluation.
+
+        ``called``/``evaluating``: where a function named for evaluation called it with grad enabled, and its name
+        (else: under no_grad, here).
+        """
         self._trained.discard(module)  # once per training phase
         dropout = [
             _label(name, layer)
             for name, layer in module.named_modules()
             if layer.training and isinstance(layer, nn.modules.dropout._DropoutNd) and layer.p > 0
         ]
-        frame = user_frame(3)
-        if frame is None:
-            return
+        if called is None:
+            frame = user_frame(3)
+            if frame is None:
+                return
+            called = source_line(frame)
+        how = f"from `{evaluating}` (evaluation, no backward followed)" if evaluating else "under no_grad"
         if not dropout:
             norms = [
                 _label(name, layer)
@@ -127,14 +169,14 @@ class TrainModeWatch:
                 and layer.momentum is not None  # momentum=None: recomputing the statistics on purpose
             ]
             if norms:
-                self._scored[module] = (source_line(frame), norms)
+                self._scored[module] = (called, norms, how)
             return
-        where = source_line(frame)
+        where = called
         shown = ", ".join(dropout[:4]) + (f" and {len(dropout) - 4} more" if len(dropout) > 4 else "")
         self.emit(
             "inference-in-train-mode",
             where,
-            f"inference-in-train-mode: {type(module).__name__} is called at {where.described()} under no_grad in "
+            f"inference-in-train-mode: {type(module).__name__} is called at {where.described()} {how} in "
             f"training mode after it trained: its {shown} are active, so Dropout zeroes random activations and each "
             f"call gives a different answer. Call `model.eval()` before evaluating (and `model.train()` before "
             f"training again).",
@@ -147,11 +189,15 @@ class TrainModeWatch:
         scored = self._scored.pop(module, None)
         if scored is not None:
             self._watch(output, (type(module).__name__, *scored))
+        if module in self._evaluated:
+            self._until_backward(output, module, self._evaluated)
         watch_training = module.training and module not in self._trained and torch.is_grad_enabled()
         if module not in self._pending and not watch_training:
             return
         ref = weakref.ref(module)
         pending = module in self._pending
+        caller = user_frame() if watch_training else None
+        code = caller.f_code if caller is not None else None
 
         def trained(*_: Any) -> None:
             watched = ref()
@@ -161,10 +207,26 @@ class TrainModeWatch:
                 self.chosen(watched)
             if watched.training:
                 self._trained.add(watched)
+                self._trained_in[watched] = code
 
         for leaf in tree_leaves(output):
             if isinstance(leaf, torch.Tensor) and leaf.grad_fn is not None:
                 leaf.grad_fn.register_prehook(trained)
+                return
+
+    @staticmethod
+    def _until_backward(output: Any, module: nn.Module, watched: weakref.WeakKeyDictionary[nn.Module, Any]) -> None:
+        """Forget ``module`` in ``watched`` once a backward goes through ``output`` (it was training after all)."""
+        ref = weakref.ref(module)
+
+        def backward(*_: Any) -> None:
+            found = ref()
+            if found is not None:
+                watched.pop(found, None)
+
+        for leaf in tree_leaves(output):
+            if isinstance(leaf, torch.Tensor) and leaf.grad_fn is not None:
+                leaf.grad_fn.register_prehook(backward)
                 return
 
     def scored(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
@@ -182,12 +244,12 @@ class TrainModeWatch:
         others = [a for a, w in zip(inputs, watched, strict=True) if w is None]
         if "loss" in name or name in _LOSSES or (name in _COMPARISONS and others):
             self.suspects.clear()
-            model, where, layers = found
+            model, where, layers, how = found
             shown = ", ".join(layers[:4]) + (f" and {len(layers) - 4} more" if len(layers) > 4 else "")
             self.emit(
                 "inference-in-train-mode",
                 where,
-                f"inference-in-train-mode: {model} is called at {where.described()} under no_grad in training mode "
+                f"inference-in-train-mode: {model} is called at {where.described()} {how} in training mode "
                 f"after it trained, and its output is scored ({name}): its {shown} use the statistics of each "
                 f"evaluation batch and update their running statistics with evaluation data, so the scores are not "
                 f"the model's. Call `model.eval()` before evaluating (and `model.train()` before training again).",
@@ -219,6 +281,10 @@ class TrainModeWatch:
         self._pending.clear()
         for module, (where, layers) in pending:
             self._report(module, where, layers)
+        evaluated = list(self._evaluated.items())
+        self._evaluated.clear()
+        for module, (where, name) in evaluated:
+            self._after_training(module, where, name)
 
     def _report(self, module: nn.Module, where: SourceLine, layers: list[str]) -> None:
         self._loaded.discard(module)

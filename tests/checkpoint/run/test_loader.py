@@ -91,7 +91,7 @@ STEPS = 40  # 13 batches an epoch (100 samples, batch 8): the runs cross three e
 #: (name, loader settings); "both_kills": killed mid-epoch and at an epoch boundary, else mid-epoch only (each kill
 #: costs two more processes)
 LOADERS = [
-    ("0 workers", {"workers": 0, "sampler": "resumable", "both_kills": True}),
+    ("0 workers", {"workers": 0, "sampler": "resumable"}),
     ("2 workers, prefetch 3", {"workers": 2, "sampler": "resumable", "prefetch_factor": 3}),
     (
         "4 workers, persistent, pinned",

@@ -270,6 +270,7 @@ def torchrun(nproc, scenario, out, *args, check=True):
     return [json.loads((out / f"{scenario}-rank{rank}.json").read_text()) for rank in range(nproc)]
 
 
+@pytest.mark.launches
 @pytest.mark.slow
 def test_two_rank_ddp_run_resumes_exactly(tmp_path):
     # one launch: an uninterrupted 7-step run, and a run stopped after the checkpoint of step 3
@@ -290,6 +291,7 @@ def test_two_rank_ddp_run_resumes_exactly(tmp_path):
     )
 
 
+@pytest.mark.launches
 @pytest.mark.slow
 def test_fsdp2_checkpoints_reshard_across_world_sizes(tmp_path):
     one, two, plain = tmp_path / "one-rank", tmp_path / "two-ranks", tmp_path / "plain"
@@ -349,6 +351,7 @@ def mlp_like_worker():
     return nn.Sequential(nn.Linear(4, 16), nn.Dropout(0.0), nn.ReLU(), nn.Linear(16, 6), nn.Linear(6, 1))
 
 
+@pytest.mark.launches
 @pytest.mark.slow
 def test_a_rank_dying_mid_save_leaves_the_previous_checkpoint(tmp_path):
     directory = tmp_path / "run"
