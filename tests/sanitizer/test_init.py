@@ -382,6 +382,39 @@ def test_loaded_model_run_without_eval_is_reported():
     assert [("inference-in-train-mode", line)] == [(f.kind, f.where.line) for f in report.findings]
 
 
+class _Seq2Seq(nn.Module):
+    """A model used through its own methods (the translation example's ``greedy_decode``): no root forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Sequential(nn.Linear(4, 4), nn.Dropout())
+        self.decoder = nn.Linear(4, 2)
+
+    def encode(self, x):
+        return self.encoder(x)
+
+    def decode(self, memory):
+        return self.decoder(memory)
+
+
+def test_a_loaded_model_run_through_its_own_methods_without_eval_is_reported():
+    with ferry.sanitize() as report, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _Seq2Seq()
+        model.load_state_dict(_Seq2Seq().state_dict())
+        with torch.no_grad():
+            model.decode(model.encode(torch.randn(1, 4)))
+        fine = _Seq2Seq()
+        fine.load_state_dict(_Seq2Seq().state_dict())
+        fine.eval()  # reaches every submodule
+        with torch.no_grad():
+            fine.decode(fine.encode(torch.randn(1, 4)))
+    # reported where the encoder runs (in `encode`); the decoder has no Dropout
+    assert [("inference-in-train-mode", _Seq2Seq.encode.__code__.co_firstlineno + 1)] == [
+        (f.kind, f.where.line) for f in report.findings
+    ]
+
+
 def test_loaded_model_without_backward_is_reported_at_the_next_call():
     with ferry.sanitize() as report, warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -3,7 +3,8 @@
 Two shapes, chosen to stay quiet in normal training:
 
 - **after loading**: a root module (one called outside any other module's forward) whose weights were set by
-  ``load_state_dict`` while it was in training mode, with no ``.train()``/``.eval()`` call since, and with an active
+  ``load_state_dict`` (on it, or on a module that holds it: a model run through its own methods calls its layers
+  as roots) while it was in training mode, with no ``.train()``/``.eval()`` call since, and with an active
   Dropout or BatchNorm layer, is reported at the line that calls it when it runs under
   ``torch.no_grad()``/``inference_mode`` (no backward can follow: this is inference), or with grad enabled and no
   backward through its output before its next forward, or before the sanitizer block ends (a resumed training run
@@ -97,9 +98,15 @@ class TrainModeWatch:
         self.suspects: dict[int, tuple[weakref.ref[torch.Tensor], _Scored]] = {}
 
     def loaded(self, module: nn.Module) -> None:
-        """``module.load_state_dict`` ran."""
-        if module.training:
-            self._loaded.add(module)
+        """``module.load_state_dict`` ran: it and its submodules got weights.
+
+        The submodules count too: a model run through its own methods (``model.encode(src)`` calling
+        ``self.transformer.encoder(...)``) never calls its root forward, and its submodules are called as roots.
+        ``.train()``/``.eval()`` reach every submodule (``nn.Module.train`` recurses), so they end the watch on all.
+        """
+        for part in module.modules():
+            if part.training:
+                self._loaded.add(part)
 
     def chosen(self, module: nn.Module) -> None:
         """``module.train()``/``.eval()`` ran, or a backward went through its output: the mode is meant."""
