@@ -902,13 +902,6 @@ def _predicted_after_training_here(facts: _Facts) -> Iterator[Finding]:
             )
 
 
-def _loss(ctx: FileContext, built: ast.AST) -> bool:
-    """``nn.CrossEntropyLoss()``: a loss module (called under ``no_grad`` in validation, it predicts nothing)."""
-    root = move_chain_root(built)
-    name = ctx.call_name(root) if isinstance(root, ast.Call) else None
-    return name is not None and name.rsplit(".", 1)[-1].endswith("Loss")
-
-
 #: Calls that take a model without switching its mode (``torch.save(model, path)`` in a loop that validates).
 _MODE_KEEPING_CALLS = frozenset(
     {"torch.save", "print", "len", "str", "repr", "isinstance", "id", "type", "copy.deepcopy", "deepcopy"}
@@ -919,8 +912,9 @@ def _validated_inside_training_loop(facts: _Facts, reported: set[ast.AST]) -> It
     """Periodic validation inside the training loop, in training mode.
 
     ``for batch in loader: model.train(); ...; loss.backward(); opt.step(); if step % k == 0: with
-    torch.no_grad(): model(dev_x)``: the model was switched to training in this pass of the loop (or never to eval
-    in the function) and predicts under ``no_grad`` after the step with no ``model.eval()`` in between.
+    torch.no_grad(): model(dev_x)``: the model was switched to training in this pass of the loop and predicts under
+    ``no_grad`` after the step with no ``model.eval()`` in between. A model never switched in the loop is left
+    alone (sampling a GAN generator in training mode under ``no_grad`` is done on purpose).
     """
     ctx = facts.ctx
     scopes: list[ast.AST] = [ctx.tree, *ctx.nodes(ast.FunctionDef), *ctx.nodes(ast.AsyncFunctionDef)]
@@ -946,15 +940,11 @@ def _validated_inside_training_loop(facts: _Facts, reported: set[ast.AST]) -> It
                 continue
             body = [c for c in calls if _inside(c, loop) and before(c, prediction)]
             switch = next((c for c in reversed(body) if _switches_mode(c, model)), None)
-            if switch is None:
-                if any(_switches_mode(c, model) for c in calls):
-                    continue  # switched somewhere else in the function: the mode at this point is not known
-                _, built = facts.binding(model, prediction)
-                if built is None or facts.mode_free(built) or facts.known_eval(built) or _loss(ctx, built):
-                    continue
-            elif not _trains_again(switch):
+            if switch is None or not _trains_again(switch):
+                # no `model.train()` in this pass: a model never switched may be sampled in training mode on purpose
+                # (a GAN generator's BatchNorm under no_grad, as in the DCGAN tutorial)
                 continue
-            since = [c for c in body if switch is None or before(switch, c)]
+            since = [c for c in body if before(switch, c)]
             if any(
                 any(dotted(a) == model for a in [*c.args, *(k.value for k in c.keywords)])
                 and ctx.call_name(c) not in _MODE_KEEPING_CALLS
@@ -969,11 +959,11 @@ def _validated_inside_training_loop(facts: _Facts, reported: set[ast.AST]) -> It
             ):
                 continue
             done.add(model)
-            where = f"line {switch.lineno}" if switch is not None else "it was built"
             yield Finding(
                 prediction,
                 message=f"`{model}` predicts under `torch.no_grad()` inside its training loop (line {loop.lineno}) "
-                f"in training mode: it was last switched to training ({where}) and trained in this pass; dropout "
+                f"in training mode: it was last switched to training (line {switch.lineno}) and trained in this "
+                f"pass; dropout "
                 f"stays active and batch norm uses batch statistics; fix: call `{model}.eval()` before this "
                 f"validation (and `{model}.train()` before the next training step)",
             )
