@@ -269,7 +269,9 @@ class _Facts:
         for _ in range(5):
             position, source = earlier[-1]
             value = source[1] if source[0] == "expr" else None
-            if not (isinstance(value, ast.Call) and dotted(move_chain_root(value)) == name) or _switches(value):
+            same = isinstance(value, ast.Name) and value.id == name  # `decoder = decoder`: what it held before
+            moved = isinstance(value, ast.Call) and dotted(move_chain_root(value)) == name
+            if not (same or moved) or (isinstance(value, ast.Call) and _switches(value)):
                 return True, value
             earlier = [(p, s) for p, s in earlier if p < position]  # what the moved name held before
             if not earlier:
