@@ -489,7 +489,7 @@ def test_evaluation_in_the_mode_chosen_after_training_is_not_reported():
 def _validate(model, batches):
     total = 0.0
     for x, y in batches:
-        total += float(nn.functional.cross_entropy(model(x), y))  # grad enabled: validation as many scripts write it
+        total += nn.functional.cross_entropy(model(x), y).item()  # grad enabled: validation as many scripts write it
     return total
 
 
