@@ -152,7 +152,8 @@ def test_gpu_check_allow_cpu_writes_its_files_and_the_benchmarks_figures(tmp_pat
     with one_launch_at_a_time():  # its DDP check runs 2 ranks
         proc = run_script(["bash", str(GPU_CHECK), "--allow-cpu", str(out)], timeout=480, env=gpu_check_env())
 
-    assert 0 == proc.returncode, proc.stdout + proc.stderr
+    ddp_log = out / "ddp-check.log"
+    assert 0 == proc.returncode, proc.stdout + proc.stderr + (ddp_log.read_text()[-4000:] if ddp_log.exists() else "")
     assert GPU_CHECK_FILES == sorted(p.name for p in out.iterdir())
     assert len(GPU_CHECK_FILES) <= GPU_CHECK_MAX_FILES
     figures = json.loads((out / "bench.json").read_text())

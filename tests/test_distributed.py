@@ -211,3 +211,41 @@ def test_teardown_leaves_a_group_the_script_destroyed_or_replaced_alone():
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _workers_state_of(mode, *, want):
+    """Start gloo_gil_holder.py in ``mode``; poll /proc until its gloo workers' busy state is ``want`` (20 s max)."""
+    import time
+
+    from ferry.distributed import _gloo_workers_busy
+
+    child = subprocess.Popen([sys.executable, str(WORKERS / "gloo_gil_holder.py"), mode])
+    try:
+        deadline, seen = time.monotonic() + 60, []
+        while time.monotonic() < deadline and child.poll() is None:
+            state = _gloo_workers_busy(str(child.pid))
+            seen.append(state)
+            if state is want and seen.count(want) >= 20:  # held for 20 polls, not a passing moment
+                return seen
+            time.sleep(0.05)
+        return seen
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads gloo's worker threads from /proc")
+def test_exit_sees_a_gloo_worker_waiting_for_the_gil_as_busy_and_an_idle_one_as_idle():
+    # What _let_gloo_workers_settle waits for at exit (the rank aborted when finalization began before it)
+    held = _workers_state_of("hold", want=True)
+    assert held.count(True) >= 20, held[-40:]
+    released = _workers_state_of("release", want=False)
+    assert released.count(False) >= 20, released[-40:]
+
+
+def test_the_exit_settle_returns_at_once_without_gloo_workers_and_within_its_limit_with_busy_ones(monkeypatch):
+    from ferry import distributed
+
+    assert distributed._let_gloo_workers_settle(timeout=5) < 1  # none in this process, or idle ones
+    monkeypatch.setattr(distributed, "_gloo_workers_busy", lambda process="self": True)
+    assert 0.2 <= distributed._let_gloo_workers_settle(timeout=0.2) < 2
