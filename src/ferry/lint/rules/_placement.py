@@ -35,7 +35,8 @@ makes what is done to either count for both.
 
 A ``DataLoader`` over a ``TensorDataset`` gives batches where the dataset's tensors are; over another dataset its
 batches are on the host only where the loop that reads them moves some of them (``x, y = x, y.to(device)``: its
-author knows they arrive on the host). A ``collate_fn`` may put them anywhere: unknown.
+author knows they arrive on the host). A ``collate_fn`` of the file gives them what it returns; any other one leaves
+them to that evidence too.
 
 Everything else is unknown, and unknown values are never reported: parameters of functions called from elsewhere,
 results of calls the analysis does not know, batches of loaders that nothing shows to be on the host, values passed
@@ -184,9 +185,9 @@ def _module_level_nodes(tree: ast.Module) -> list[ast.AST]:
 
 
 def _loader_name(node: ast.Name | ast.Attribute) -> bool:
-    """``train_loader``, ``self.val_dataloader``: a name that says it holds a data loader."""
-    last = node.id if isinstance(node, ast.Name) else node.attr
-    return "loader" in last.lower()
+    """``train_loader``, ``self.val_dataloader``, ``train_dl``, ``data_iter``: a name that says it holds a loader."""
+    last = (node.id if isinstance(node, ast.Name) else node.attr).lower()
+    return "loader" in last or last in ("dl", "data_iter") or last.endswith(("_dl", "_iter"))
 
 
 def _harmless_decorator(ctx: FileContext, node: ast.expr) -> bool:
@@ -1326,14 +1327,28 @@ class _Flow(CallsMixin):
         return val
 
     def _batch_evidence(self, stmt: ast.For | ast.AsyncFor, element: Val) -> Val:
-        """Batches of a loader whose dataset is not known are on the host when the loop moves some of them."""
-        parts = element.items if element.what == "tuple" else (element,)
-        if not any(p.what == "batch" and p.where is None for p in parts) or not moves_items(stmt, stmt.body):
+        """Batches of a loader whose dataset is not known are on the host when the loop moves some of them.
+
+        Also inside nested tuples: ``for i, (images, captions) in enumerate(loader)``.
+        """
+
+        def unknown_parts(val: Val, depth: int = 0) -> bool:
+            if val.what == "tuple" and depth < 3:
+                return any(unknown_parts(item, depth + 1) for item in val.items)
+            return val.what == "batch" and val.where is None
+
+        def on_host(val: Val, depth: int = 0) -> Val:
+            if val.what == "tuple" and depth < 3:
+                return replace(val, items=tuple(on_host(item, depth + 1) for item in val.items))
+            if val.what != "batch" or val.where is not None:
+                return val
+            # an item of a tuple batch (`images` of `images, captions, lengths`) is a tensor; a whole batch may be
+            # a structure still to unpack
+            return Val("tensor", HOST) if depth else replace(val, where=HOST)
+
+        if not unknown_parts(element) or not moves_items(stmt, stmt.body):
             return element
-        if element.what == "tuple":
-            items = tuple(replace(p, where=HOST) if p.what == "batch" and p.where is None else p for p in parts)
-            return replace(element, items=items)
-        return replace(element, where=HOST)
+        return on_host(element)
 
     def _element(self, iterable: ast.expr | None, val: Val) -> Val:
         """What iterating over ``iterable`` (of value ``val``) gives."""

@@ -17,6 +17,7 @@ from ferry.lint.rules._placement_values import (
     CHECKED_LOSSES,
     DEVICE,
     HARMLESS_BUILTINS,
+    HARMLESS_READS,
     HOST,
     KEEP,
     LEGACY_HOST,
@@ -209,6 +210,8 @@ class CallsMixin(DevicesMixin):
             if defined is not None and reads_only(defined):  # `model.init_hidden(n)`, `vae.decode(z)`
                 feeds = feeds_submodule(self.ctx, defined)
                 return self._call_module(node, receiver, args, kwargs) if feeds else UNKNOWN
+            if _reading_method(self.ctx, method):  # several classes define it, and none changes its module
+                return UNKNOWN
             if tracked and (method not in SAFE_MODULE_USES or _assigns_state(node)):
                 self.env[owner] = replace(receiver, where=None, fresh=False)  # type: ignore[index]
             return UNKNOWN
@@ -302,6 +305,17 @@ class CallsMixin(DevicesMixin):
             if len(values) == 1 and isinstance(values[0], ast.expr):
                 return self._typed_where(values[0], depth + 1)
         return None
+
+    def _converts_only(self, call: ast.Call) -> bool:
+        """``x.to(torch.float32)``, ``x.to(dtype=d)``, ``x.type(torch.long)``: a dtype conversion, moving nothing."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in ("to", "type"):
+            return False
+        if any(k.arg is None or k.arg == "device" for k in call.keywords):
+            return False
+        if call.args:
+            return len(call.args) == 1 and self._is_dtype(call.args[0])
+        return func.attr == "to" and any(k.arg == "dtype" for k in call.keywords)
 
     def _is_dtype(self, node: ast.expr) -> bool:
         full = self.ctx.qualname(node)
@@ -441,7 +455,13 @@ class CallsMixin(DevicesMixin):
             return Val("seq", element=replace(args[0], origin=None, name=None))  # `train, val = random_split(...)`
         if full in self.ctx.kinds.classes and self.ctx.kinds.class_is_module(full):
             params, aware = self._class_info(full)
-            given = [*node.args, *(k.value for k in node.keywords)]
+            # an argument that is a device (`Net(device)`, `Net(dev="cuda")`); a bare number is a size here, not a
+            # device ordinal (`Model(layer, vocab_size=5)`), unless its keyword names a device
+            given = [
+                a
+                for a, keyword in [*((a, None) for a in node.args), *((k.value, k.arg) for k in node.keywords)]
+                if not (_is_int(a) and "device" not in (keyword or "").lower())
+            ]
             if aware or device is not None or any(self.device_where(a) is not None for a in given):
                 return Val("module", params=params)
             return Val("module", made_here, fresh=made_here == HOST, params=params)
@@ -484,7 +504,8 @@ class CallsMixin(DevicesMixin):
         """A ``DataLoader``: its batches are where a ``TensorDataset``'s tensors are.
 
         For other datasets they are on the host only where the loop that reads them shows it (see
-        :func:`moves_items`). A ``collate_fn`` may put them anywhere: unknown.
+        :func:`moves_items`). A ``collate_fn`` of the file gives the batches what it returns; another one (nested in
+        a function, a lambda, imported) may put them anywhere, so they are known only as that loop shows them.
         """
         collate = next((k.value for k in node.keywords if k.arg == "collate_fn"), None)
         if collate is not None:
@@ -497,19 +518,25 @@ class CallsMixin(DevicesMixin):
         return Val("loader")
 
     def _collated(self, collate: ast.expr) -> Val:
-        """A ``DataLoader`` whose ``collate_fn`` is a function of this file: its batches are what that returns."""
+        """A ``DataLoader`` whose ``collate_fn`` is a function of this file: its batches are what that returns.
+
+        Any other ``collate_fn``, or one whose value is not known: a loader of batches of unknown place.
+        """
         if not isinstance(collate, ast.Name) or collate.id not in self.local_functions:
-            return UNKNOWN
+            return Val("loader")
         func = self.local_functions[collate.id]
         if len([*func.args.posonlyargs, *func.args.args]) != 1:
-            return UNKNOWN
+            return Val("loader")
         call = ast.Call(ast.Name(id=collate.id, ctx=ast.Load()), [ast.Name(id="batch", ctx=ast.Load())], [])
         batch = self.returned(call, [UNKNOWN], {})  # `return x.to(device), y.to(device)` for a list of samples
         if batch.what == "tuple" and batch.items:
-            return Val("loader", items=batch.items)
+            # an item the analysis cannot follow (`torch.stack(images, 0)` of the samples) is a batch part of unknown
+            # place, which the loop that reads it may show to be on the host (see `moves_items`)
+            items = tuple(Val("batch") if item.what == "unknown" else item for item in batch.items)
+            return Val("loader", items=items)
         if batch.what in TENSORISH:
             return Val("loader", batch.where)
-        return UNKNOWN
+        return Val("loader")
 
     def _factory(self, node: ast.Call, name: str, args: Args, device: ast.expr | None, made_here: str | None) -> Val:
         """``torch.zeros(...)``, ``torch.tensor(data)``: on ``device=`` if given, else on the host.
@@ -610,7 +637,8 @@ class CallsMixin(DevicesMixin):
 
         A class deals with devices itself when its ``__init__`` or ``forward`` takes a device, a method moves
         itself, a part of itself or its inputs, or its ``forward`` moves anything but a tensor it makes right there
-        (``torch.zeros(...).to(device)`` moves no weight; other moves may put its outputs anywhere).
+        (``torch.zeros(...).to(device)`` moves no weight; other moves may put its outputs anywhere). A dtype
+        conversion (``X.to(torch.float32)``) is not a move.
         """
         if name in self._classes:
             return self._classes[name]
@@ -639,11 +667,12 @@ class CallsMixin(DevicesMixin):
                         and isinstance(c.func, ast.Attribute)
                         and c.func.attr in MOVES
                         and not self._fresh_factory(c.func.value)
+                        and not self._converts_only(c)  # `X = X.to(torch.float32)` in forward
                         for c in ast.walk(node)
                     )
             elif isinstance(node, ast.Call):
                 func = node.func
-                if isinstance(func, ast.Attribute) and func.attr in MOVES:
+                if isinstance(func, ast.Attribute) and func.attr in MOVES and not self._converts_only(node):
                     receiver = (dotted(func.value) or ".").split(".")[0]
                     aware = aware or receiver == "self" or receiver in forward_args
                 if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter"):
@@ -913,6 +942,13 @@ class CallsMixin(DevicesMixin):
                         continue  # a move: `_moved_names` knows where it runs
                 if isinstance(parent, ast.Call) and kept_by(parent, node, self.local_functions, self.reading_method):
                     continue
+                if (
+                    isinstance(parent, ast.Call)
+                    and isinstance(parent.func, ast.Name)
+                    and parent.func.id in HARMLESS_READS - {"getattr"}
+                    and node in parent.args
+                ):
+                    continue  # `isinstance(net, nn.Module)`, `print(model)`: read, not moved
                 if isinstance(parent, ast.Call) and parent.args[:1] == [node] and _wraps(self.ctx.call_name(parent)):
                     continue  # `torch.compile(model)`, `nn.DataParallel(model)`: share the module's parameters
                 if isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1:
@@ -1131,6 +1167,29 @@ def _later_input(val: Val, node: ast.expr) -> bool:
     return bool(text) and not any(word in text for word in _HOST_ARGUMENT_WORDS)
 
 
+def _is_int(node: ast.expr) -> bool:
+    """An integer literal (``5``, ``-1``), which a device argument would read as a CUDA ordinal."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
 def _reading_method(ctx: FileContext, name: str) -> bool:
-    method = file_method(ctx, name)
-    return method is not None and reads_only(method)
+    """Whether calling the method ``name`` on a module of the file leaves the module where it is.
+
+    True when the file's classes define ``name`` and every definition only reads (:func:`reads_only`), with no
+    decorator but harmless ones: whichever class the receiver is of (``RNNModel`` or ``RNNModelScratch``, both with
+    a ``begin_state``), the call moves nothing.
+    """
+    found = [
+        stmt
+        for cls in ctx.kinds.classes.values()
+        for stmt in cls.body
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name
+    ]
+    return bool(found) and all(
+        isinstance(method, ast.FunctionDef)
+        and reads_only(method)
+        and all(_harmless(ctx, d) for d in method.decorator_list)
+        for method in found
+    )
