@@ -631,13 +631,33 @@ class _Flow(CallsMixin):
         statements give an unknown value.
         """
         assert isinstance(node.func, ast.Name)
-        func = self.local_functions[node.func.id]
+        return self._returned_by(self.local_functions[node.func.id], node, args, kwargs)
+
+    def method_returned(
+        self, method: ast.FunctionDef, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]
+    ) -> Val:
+        """What a call of a method of the file's module classes returns (``model.init_hidden(n)``).
+
+        Read like a local function's call, ``self`` unknown: ``torch.zeros(self.n_layers, n, self.hidden)`` is a
+        host tensor, ``weight.new_zeros(...)`` or ``torch.zeros(..., device=self.device)`` not known.
+        """
+        return self._returned_by(method, node, args, kwargs, bound=True)
+
+    def _returned_by(
+        self,
+        func: ast.FunctionDef | ast.AsyncFunctionDef,
+        node: ast.Call,
+        args: list[Val],
+        kwargs: dict[str | None, Val],
+        bound: bool = False,
+    ) -> Val:
+        """:meth:`returned` of ``func``; ``bound``: a method, whose first parameter (``self``) no call passes."""
         generator = any(isinstance(n, ast.Yield | ast.YieldFrom | ast.Await) for n in ast.walk(func))
         if self.depth >= _MAX_DEPTH or generator:
             return UNKNOWN
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return UNKNOWN
-        names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+        names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]][1 if bound else 0 :]
         if len(node.args) > len(names):
             return UNKNOWN
         params: dict[str, Val] = dict(zip(names, args, strict=False))

@@ -93,6 +93,9 @@ class CallsMixin(DevicesMixin):
             self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val], top: bool = False
         ) -> set[ast.expr]: ...
         def returned(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> Val: ...
+        def method_returned(
+            self, method: ast.FunctionDef, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]
+        ) -> Val: ...
         def ev(self, node: ast.expr, top: bool = False) -> Val: ...
         def report(self, code: str, node: ast.AST, message: str) -> None: ...
         def label(self, val: Val, node: ast.AST) -> str: ...
@@ -207,9 +210,10 @@ class CallsMixin(DevicesMixin):
             if method in ("forward", "__call__"):
                 return self._call_module(node, receiver, args, kwargs)
             defined = file_method(self.ctx, method)
-            if defined is not None and reads_only(defined):  # `model.init_hidden(n)`, `vae.decode(z)`
-                feeds = feeds_submodule(self.ctx, defined)
-                return self._call_module(node, receiver, args, kwargs) if feeds else UNKNOWN
+            if defined is not None and reads_only(defined):  # `vae.decode(z)`, `model.init_hidden(n)`
+                if feeds_submodule(self.ctx, defined):
+                    return self._call_module(node, receiver, args, kwargs)
+                return self.method_returned(defined, node, args, kwargs)
             if _reading_method(self.ctx, method):  # several classes define it, and none changes its module
                 return UNKNOWN
             if tracked and (method not in SAFE_MODULE_USES or _assigns_state(node)):
