@@ -102,3 +102,63 @@ def test_fry001_forms_are_fixed_so_that_the_program_moves_its_tensors(tmp_path: 
         _run(tmp_path / "original.py", pretend=True)
     on_gpu = _run(tmp_path / "fixed.py", pretend=True)
     assert _run(tmp_path / "fixed.py", pretend=False) == on_gpu  # the same numbers: only where tensors live changed
+
+
+BATCH_FORMS = """\
+import torch
+import torch.nn as nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        noise = torch.randn(x.shape)
+        return self.fc(x + noise)
+
+
+class PairNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, batch):
+        x, y = batch
+        noise = torch.randn(x.shape)
+        return self.fc(x + noise), y
+
+
+torch.manual_seed(0)
+x = torch.randn(3, 4).to(device)
+print(Net().to(device)(x).shape, PairNet().to(device)((x, x))[0].shape)
+"""
+
+
+def test_fry005_fixes_take_the_device_from_a_tensor_not_from_the_batch_that_holds_it(tmp_path: Path) -> None:
+    # `x, y = batch`: the fix reads `x.device` (a tuple has no `.device`)
+    assert [13, 24] == [f.line for f in lint_source(BATCH_FORMS, "nets.py") if f.code == "FRY005"]
+    fixed, _ = fix_text(BATCH_FORMS, "nets.py", RULES)
+    assert fixed.count("noise = torch.randn(x.shape, device=x.device)") == 2
+    (tmp_path / "original.py").write_text(BATCH_FORMS)
+    (tmp_path / "fixed.py").write_text(fixed)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        _run(tmp_path / "original.py", pretend=True)
+    assert "torch.Size([3, 2]) torch.Size([3, 2])" in _run(tmp_path / "fixed.py", pretend=True)
+
+
+def test_fry005_in_a_lightning_step_is_fixed_with_the_modules_device() -> None:
+    source = (
+        "import lightning as L\nimport torch\n\n\nclass Lit(L.LightningModule):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.net = torch.nn.Linear(4, 2)\n\n"
+        "    def training_step(self, batch, batch_idx):\n        x, y = batch\n"
+        "        noise = torch.randn(x.shape)\n        return torch.nn.functional.mse_loss(self.net(x + noise), y)\n"
+    )
+    found = [f for f in lint_source(source, "lit.py") if f.code == "FRY005"]
+    assert [12] == [f.line for f in found]
+    assert "device=self.device" in found[0].message
+    fixed, _ = fix_text(source, "lit.py", RULES)
+    assert "noise = torch.randn(x.shape, device=self.device)" in fixed

@@ -119,6 +119,9 @@ TENSOR_ONLY = frozenset(
 
 #: Tensor methods that give Python numbers.
 NUMBER_METHODS = frozenset({"item", "tolist", "size", "dim", "numel", "nelement", "stride", "element_size"})
+#: Methods of a module class whose first argument is an input on the module's device: ``forward``, and the
+#: LightningModule steps (Lightning moves each batch to the module's device before calling them).
+_INPUT_METHODS = frozenset({"forward", "training_step", "validation_step", "test_step", "predict_step"})
 
 #: Builtins and modules whose calls give Python numbers.
 NUMBER_CALLS = frozenset({"len", "int", "float", "round", "abs", "max", "min", "sum", "bool", "pow", "divmod"})
@@ -290,9 +293,11 @@ class Flow:
             if how is not None:
                 found[name] = how
         found.update((name, "passed") for name in self._passed_tensors(func) if name not in found)
-        if not found and func.name == "forward" and self._in_module_method(func.body[0]):
+        if not found and func.name in _INPUT_METHODS and self._in_module_method(func.body[0]):
             first = [a for a in [*func.args.posonlyargs, *func.args.args][1:2] if a.annotation is None]
-            found.update((a.arg, "forward") for a in first)  # `def forward(self, x)`: the module's input
+            # `def forward(self, x)`: the module's input; `def training_step(self, batch, batch_idx)`: the batch,
+            # which Lightning moves to the module's device before the call
+            found.update((a.arg, func.name) for a in first)
         return found
 
     def _computed_from_inputs(self, name: ast.Name, inputs: dict[str, str]) -> bool:
@@ -941,6 +946,27 @@ def _position(node: ast.AST) -> tuple[int, int]:
 # -- reporting ----------------------------------------------------------------------------------------------------
 
 
+def _device_holder(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> str | None:
+    """What the fix reads ``.device`` from for the input parameter ``name`` of ``func``; ``None``: no safe choice.
+
+    ``self`` in a LightningModule (its ``device`` property); the tensor unpacked first from a batch parameter
+    (``x, y = batch``: ``x``); ``None`` for a batch used by index or key (``batch[0]``, ``batch["x"]``), which has no
+    ``.device``; else the parameter itself.
+    """
+    cls = ctx.enclosing_class(func)
+    if cls is not None and any("LightningModule" in (ctx.qualname(base) or "") for base in cls.bases):
+        return "self"
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id == name:
+            target = node.targets[0]
+            if isinstance(target, ast.Tuple | ast.List):
+                first = target.elts[0] if target.elts else None
+                return first.id if isinstance(first, ast.Name) else None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name:
+            return None
+    return name
+
+
 def _fix(ctx: FileContext, flow: Flow, meeting: Meeting) -> Fix | None:
     """``device=<input>.device`` added to the factory, when its function has that one input tensor."""
     origin = meeting.origin
@@ -948,7 +974,9 @@ def _fix(ctx: FileContext, flow: Flow, meeting: Meeting) -> Fix | None:
     inputs = sorted(flow.inputs(func)) if func is not None else []
     if func is None or len(inputs) != 1 or not flow.stays_on_input(func, inputs[0]):
         return None
-    name = inputs[0]
+    name = _device_holder(ctx, func, inputs[0])
+    if name is None:
+        return None
     factory = ctx.call_name(origin) or ""
     if factory == "torch.from_numpy" or not factory[len("torch.") :][:1].islower():
         return None
@@ -968,6 +996,8 @@ def _message(ctx: FileContext, flow: Flow, meeting: Meeting) -> str:
     func = ctx.enclosing_function(origin)
     inside = f"`{func.name}`" if func is not None else "module code"
     device = (meeting.device or next(iter(sorted(flow.inputs(func))), "x")) if func is not None else "x"
+    if func is not None:
+        device = _device_holder(ctx, func, device) or device
     there = f"`.to({device}.device)`" if ctx.call_name(origin) == "torch.from_numpy" else f"`device={device}.device`"
     line = _position(meeting.site)[0]
     if meeting.how == "meets":
