@@ -1,3 +1,4 @@
+import importlib.util
 import subprocess
 import sys
 import warnings
@@ -273,6 +274,26 @@ def test_pretend_cuda_host_syncs_are_counted():
             loss.item()
         torch.ones(3).sum().item()  # a CPU tensor: no sync
     assert sorted(report.host_syncs.values()) == [3]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_host_syncs_inside_an_installed_trainer_are_not_the_users(tmp_path):
+    # Lightning's own `if total_length == 0:` on a device tensor is not a line the user can change
+    package = tmp_path / "lib" / "python3" / "site-packages" / "some_trainer"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("def log(value):\n    return value.item()\n")
+    spec = importlib.util.spec_from_file_location("some_trainer", package / "__init__.py")
+    assert spec is not None
+    assert spec.loader is not None
+    trainer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trainer)
+    with ferry.sanitize(pretend="cuda") as report:
+        loss = torch.ones(3, device="cuda").sum()
+        for _ in range(2):
+            trainer.log(loss)
+        loss.item()
+    assert [__file__] == [where.file for where in report.host_syncs]
+    assert [1] == list(report.host_syncs.values())
 
 
 @pytest.mark.parametrize("pretend", ["mps", "CUDA", "cuda:0", ""])

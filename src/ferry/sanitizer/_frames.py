@@ -52,6 +52,15 @@ def is_library(code: CodeType) -> bool:
     return known
 
 
+def installed(code: CodeType) -> bool:
+    """Whether ``code`` comes from an installed package (a ``site-packages`` or ``dist-packages`` folder).
+
+    A trainer such as Lightning or the HF Trainer: lines the user does not write.
+    """
+    filename = code.co_filename
+    return f"{os.sep}site-packages{os.sep}" in filename or f"{os.sep}dist-packages{os.sep}" in filename
+
+
 def user_frame(depth: int = 1) -> FrameType | None:
     """Return the innermost frame outside torch and ferry, starting ``depth`` frames above the caller."""
     frame: FrameType | None = sys._getframe(depth + 1)

@@ -20,7 +20,7 @@ import torch
 from torch.overrides import TorchFunctionMode, resolve_name
 
 from ferry.errors import DeviceError, DeviceMismatchError
-from ferry.sanitizer._frames import SourceLine, is_library, source_line, user_frame
+from ferry.sanitizer._frames import SourceLine, installed, is_library, source_line, user_frame
 from ferry.sanitizer._modules import ModuleStack
 from ferry.sanitizer._moves import MOVE_METHODS, is_discarded
 from ferry.sanitizer._syncs import SYNC_METHODS, AcceleratorTest
@@ -114,7 +114,7 @@ class SanitizerMode(TorchFunctionMode):
         if func in _SYNCS and args and isinstance(args[0], Tensor):
             if self.is_accelerator(args[0].device):
                 frame = user_frame()
-                if frame is not None:
+                if frame is not None and not installed(frame.f_code):  # a trainer's own syncs are not the user's
                     self.count_sync(source_line(frame))
             if func in NUMPY_METHODS and args[0].device.type != "cpu" and not kwargs.get("force"):
                 self._check_numpy(args[0])
