@@ -206,6 +206,8 @@ class _Guards:
             node = stack.pop()
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
                 continue
+            if isinstance(node, ast.If | ast.IfExp) and self.decision(node.test):
+                continue  # `if torch.cuda.is_available(): torch.cuda.set_device(...)`: guarded, so not CUDA-only
             if isinstance(node, ast.Call):
                 full = self.ctx.call_name(node) or ""
                 if full.startswith("torch.cuda.") and full.rsplit(".", 1)[-1] in CUDA_ONLY_CALLS:
