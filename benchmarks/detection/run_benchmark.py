@@ -78,6 +78,8 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("image_captioning_yunjey.py", "FRY003", 351): "torch.load(args.encoder_path) without map_location",
     ("image_captioning_yunjey.py", "FRY003", 352): "torch.load(args.decoder_path) without map_location",
     ("translation_transformer_examples.py", "FRY003", 332): "torch.load(opts.model_path) without map_location",
+    ("snli_lstm_examples.py", "FRY003", 266): "torch.load(args.vector_cache) without map_location (seen once the "
+    "function's guarded torch.cuda.set_device no longer made it CUDA-only code)",
     ("snli_lstm_examples.py", "FRY004", 333): "torch.save(model, snapshot_path) of the whole model",
     ("snli_lstm_examples.py", "FRY004", 367): "torch.save(model, snapshot_path) of the whole model",
 }
