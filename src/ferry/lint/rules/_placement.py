@@ -1362,9 +1362,9 @@ class _Flow(CallsMixin):
                 return replace(val, items=tuple(on_host(item, depth + 1) for item in val.items))
             if val.what != "batch" or val.where is not None:
                 return val
-            # an item of a tuple batch (`images` of `images, captions, lengths`) is a tensor; a whole batch may be
-            # a structure still to unpack
-            return Val("tensor", HOST) if depth else replace(val, where=HOST)
+            # an item of a collated tuple (`images` of `images, captions, lengths`) is a tensor; a whole batch may
+            # be a structure still to unpack
+            return Val("tensor", HOST) if val.item else replace(val, where=HOST)
 
         if not unknown_parts(element) or not moves_items(stmt, stmt.body):
             return element

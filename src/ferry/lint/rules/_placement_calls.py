@@ -536,7 +536,7 @@ class CallsMixin(DevicesMixin):
         if batch.what == "tuple" and batch.items:
             # an item the analysis cannot follow (`torch.stack(images, 0)` of the samples) is a batch part of unknown
             # place, which the loop that reads it may show to be on the host (see `moves_items`)
-            items = tuple(Val("batch") if item.what == "unknown" else item for item in batch.items)
+            items = tuple(Val("batch", item=True) if item.what == "unknown" else item for item in batch.items)
             return Val("loader", items=items)
         if batch.what in TENSORISH:
             return Val("loader", batch.where)

@@ -128,6 +128,8 @@ class Val:
             its outputs are where the wrapped module is.
         part: A module moved to the device whose layer ``part`` (``model.fc``, ``model[2]``) was then replaced by
             one built on the host: its other layers are on the device, that one is not.
+        item: A ``"batch"`` that is one item of a collated tuple (``images`` of ``images, targets, lengths``): a
+            tensor once its place is known, where a whole batch may still be a structure to unpack.
     """
 
     what: str = "unknown"
@@ -146,6 +148,7 @@ class Val:
     inplace: bool = False
     wrapper: bool = False
     part: str | None = None
+    item: bool = False
 
 
 UNKNOWN = Val()
