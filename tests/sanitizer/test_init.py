@@ -671,6 +671,43 @@ def test_a_plain_tensor_attribute_gets_the_register_buffer_fix():
     assert caught.value.fix.startswith('self.register_buffer("pe", ...)  # in _PlainTensor.__init__')
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_a_cpu_factory_moved_further_down_its_forward_is_not_reported():
+    # PointNet's STN: `iden = torch.from_numpy(...)`, then `if x.is_cuda: iden = iden.cuda()`: correct on a GPU
+    class Stn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 9)
+
+        def forward(self, x):
+            y = self.fc(x)
+            iden = torch.from_numpy(np.eye(3, dtype=np.float32).flatten()).view(1, 9).repeat(x.size(0), 1)
+            if y.is_cuda:
+                iden = iden.cuda()
+            return (y + iden).view(-1, 3, 3)
+
+    with ferry.sanitize(pretend="cuda") as report:
+        Stn().cuda()(torch.randn(2, 4, device="cuda"))
+    assert [] == report.findings
+
+
+def test_a_cpu_tensor_from_numpy_in_forward_is_fixed_with_a_move_not_a_device_argument():
+    class Stn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 9)
+
+        def forward(self, x):
+            iden = torch.from_numpy(np.eye(3, dtype=np.float32).flatten())
+            return self.fc(x), iden
+
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Stn().to("meta")(torch.randn(2, 4, device="meta"))
+    assert ["device-less-tensor-in-forward"] == [f.kind for f in report.findings]
+    assert "`from_numpy(...).to(x.device)`" in str(caught[0].message)  # from_numpy takes no device=
+
+
 def test_a_cpu_factory_moved_on_the_line_that_makes_it_is_not_reported():
     class Positions(nn.Module):
         def __init__(self):

@@ -8,6 +8,7 @@ frames, names and messages are only worked out once something is wrong.
 
 from __future__ import annotations
 
+import linecache
 import re
 import sys
 from collections import deque
@@ -401,7 +402,7 @@ class SanitizerMode(TorchFunctionMode):
         own = self.modules.parameter_device()
         if own is None or own.type == "cpu":
             return
-        if _moved_where_made(func, where.text):
+        if _moved_where_made(func, where.text) or _moved_further_down(frame, where):
             return  # `torch.arange(n).to(x.device)`: moved where it is made, as `ferry lint` (FRY005) lets pass
         path = self.modules.path()
         module = f"`{path}`" if path else type(self.modules.current).__name__
@@ -414,12 +415,42 @@ class SanitizerMode(TorchFunctionMode):
                 f"layer in __init__ (`self.bn = nn.{layer}(...)`) and call `self.bn(x)` in forward."
             )
         else:
+            # from_numpy and frombuffer take no device: their tensor is moved instead
+            there = (
+                f"{_op(func)}(...).to(x.device)" if _op(func) in _NO_DEVICE else f"{_op(func)}(..., device=x.device)"
+            )
             message = (
                 f"{_op(func)} built a CPU tensor at {where.described()} inside the forward of {module}, whose "
                 f"parameters are on {own}. It costs a host-to-device copy on every call, or fails when combined with "
-                f"the module's tensors. Create it on the input's device: `{_op(func)}(..., device=x.device)`."
+                f"the module's tensors. Create it on the input's device: `{there}`."
             )
         self.emit("device-less-tensor-in-forward", where, message, None, frame)
+
+
+#: Factories with no ``device=`` argument: the fix moves their tensor.
+_NO_DEVICE = frozenset({"torch.from_numpy", "torch.frombuffer", "from_numpy", "frombuffer"})
+#: ``name = name.cuda()``, ``name = name.to(x.device)``, ``name = name.type_as(x)`` and the like, for a name.
+_MOVE_OF = r"^\s*{name}\s*=\s*{name}\b.*\.(to|cuda|type_as)\("
+
+
+def _moved_further_down(frame: FrameType, where: SourceLine) -> bool:
+    """Whether the function running ``frame`` moves the name that line ``where`` binds, further down.
+
+    PointNet's ``iden = torch.from_numpy(...)`` then ``if x.is_cuda: iden = iden.cuda()``: the tensor reaches the
+    device before it meets the module's tensors; a real GPU runs it (at the cost of a copy per call, as a move on
+    the line itself does).
+    """
+    bound = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", where.text)
+    if bound is None:
+        return False
+    name = re.escape(bound.group(1))
+    code = frame.f_code
+    last = max((line for _, _, line in code.co_lines() if line is not None), default=where.line)
+    pattern = re.compile(_MOVE_OF.format(name=name))
+    for number in range(where.line + 1, last + 1):
+        if pattern.search(linecache.getline(where.file, number, frame.f_globals)):
+            return True
+    return False
 
 
 def _moved_where_made(func: Any, text: str) -> bool:
