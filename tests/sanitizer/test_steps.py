@@ -110,3 +110,36 @@ def test_two_optimizers_stepping_once_each_make_one_training_step() -> None:
             discriminator(torch.randn(2, 3, device="cuda")).mean().item()  # once per training step
     assert 5 == report.optimizer_steps
     assert [1.0] == list(report.host_syncs_per_step().values())
+
+
+def test_models_trained_one_after_another_add_their_steps_up() -> None:
+    # a teacher trained before its student: 3 + 4 steps, one `.item()` per step in each phase
+    with ferry.sanitize(pretend="cuda") as report:
+        for steps in (3, 4):
+            model = nn.Linear(3, 2).cuda()
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            for _ in range(steps):
+                loss = _train_step(model, optimizer, "cuda")
+                optimizer.step()
+                loss.item()
+        student_only = nn.Linear(3, 1).cuda()
+        optimizer = torch.optim.SGD(student_only.parameters(), lr=0.1)
+        for _ in range(2):
+            loss = _train_step(student_only, optimizer, "cuda")
+            optimizer.step()
+            student_only.weight.sum().item()  # only in this last phase: still once per step of its own
+    assert 9 == report.optimizer_steps
+    assert [1.0, 1.0] == list(report.host_syncs_per_step().values())
+
+
+def test_data_dependent_shapes_and_boolean_masks_are_host_syncs() -> None:
+    with ferry.sanitize(pretend="cuda") as report:
+        x = torch.randn(4, 4, device="cuda")
+        mask = torch.eye(4, dtype=torch.bool, device="cuda")
+        x[~mask].sum()  # boolean-mask indexing: the number of True elements is read on the host
+        torch.nonzero(x > 0)
+        x.masked_select(mask)
+        torch.unique(x.round())
+        x[0, 1:].sum()  # plain indexing: no sync
+        x[mask] = 0.0  # a masked assignment
+    assert [5] == [sum(report.host_syncs.values())]

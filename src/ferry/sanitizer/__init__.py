@@ -77,27 +77,40 @@ class SanitizeReport:
     Attributes:
         findings: One :class:`Finding` per kind and line, in the order first seen.
         host_syncs: Host-device synchronisations on accelerator tensors, per line of the user's code.
-        optimizer_steps: Training steps: how many times the busiest optimizer stepped (a GAN's two optimizers
-            each step once per training step).
+        optimizer_steps: Training steps: ``optimizer.step()`` calls, where the optimizers that step one after
+            another in a round make one step together (a GAN's two optimizers each step once per training step;
+            models trained one after the other add their steps up).
         training_host_syncs: The part of ``host_syncs`` made with gradients enabled.
+        training_sync_steps: For each line of ``training_host_syncs``: the first and the last training step it
+            synchronised in (counted from 0, the steps before the first ``optimizer.step()``), and in how many
+            distinct steps.
     """
 
     findings: list[Finding] = field(default_factory=list)
     host_syncs: Counter[SourceLine] = field(default_factory=Counter)
     optimizer_steps: int = 0
     training_host_syncs: Counter[SourceLine] = field(default_factory=Counter)
+    training_sync_steps: dict[SourceLine, tuple[int, int, int]] = field(default_factory=dict)
 
     def host_syncs_per_step(self) -> dict[SourceLine, float]:
         """The lines that synchronise at every training step, and how often per step (busiest first).
 
-        A training step is an ``optimizer.step()``; a line counts when its host syncs with gradients enabled are at
-        least one per step. Lines that run less often (logging every N steps) or with gradients off (evaluation
-        under ``no_grad``) are left out. Empty when no optimizer stepped (an inference script).
+        A training step is an ``optimizer.step()`` (see ``optimizer_steps``). A line counts when it synchronised,
+        with gradients enabled, in every training step from the first one it ran in to the last, over two steps at
+        least (or in the only one); its rate is its syncs over those steps. So a model trained after another one is
+        measured over its own steps, and lines that run less often (logging every N steps), once (a final check)
+        or with gradients off (evaluation under ``no_grad``) are left out. Empty when no optimizer stepped (an
+        inference script).
         """
-        steps = self.optimizer_steps
-        if not steps:
+        if not self.optimizer_steps:
             return {}
-        return {where: count / steps for where, count in self.training_host_syncs.most_common() if count >= steps}
+        rates: dict[SourceLine, float] = {}
+        for where, count in self.training_host_syncs.items():
+            first, last, distinct = self.training_sync_steps.get(where, (0, 0, 0))
+            span = last - first + 1
+            if distinct == span and (span >= 2 or self.optimizer_steps == 1):
+                rates[where] = count / span
+        return dict(sorted(rates.items(), key=lambda item: -item[1]))
 
 
 class Sanitizer:
@@ -136,6 +149,7 @@ class Sanitizer:
         self._mode: SanitizerMode | None = None
         self._patches: Patches | None = None
         self._step_hook: RemovableHandle | None = None
+        self._stepped_this_round: set[int] = set()
         self._steps_by_optimizer: Counter[int] = Counter()
 
     def __enter__(self) -> SanitizeReport:
@@ -202,14 +216,25 @@ class Sanitizer:
         self.report.host_syncs[where] += 1
         if torch.is_grad_enabled():
             self.report.training_host_syncs[where] += 1
+            step = self.report.optimizer_steps  # syncs before a step's optimizer.step() belong to that step
+            first, last, distinct = self.report.training_sync_steps.get(where, (step, step - 1, 0))
+            self.report.training_sync_steps[where] = (first, step, distinct + (step != last))
 
     def _before_step(self, optimizer: torch.optim.Optimizer, args: object, kwargs: object) -> None:
         """Before ``optimizer.step()``: count the step, and check each state tensor is on its parameter's device."""
         from ferry.sanitizer._optimizer import misplaced_state
 
-        steps = self._steps_by_optimizer
-        steps[id(optimizer)] += 1
-        self.report.optimizer_steps = max(steps.values())
+        # Optimizers stepping one after another in a round make one training step (a GAN's discriminator and
+        # generator). A round ends when one of its optimizers steps again, or when an optimizer steps for the first
+        # time after the round's others have stepped before: a model trained after another one.
+        stepped, counts = self._stepped_this_round, self._steps_by_optimizer
+        key = id(optimizer)
+        new_phase = counts[key] == 0 and any(counts[other] > 1 for other in stepped)
+        if not stepped or key in stepped or new_phase:
+            stepped.clear()
+            self.report.optimizer_steps += 1
+        stepped.add(key)
+        counts[key] += 1
         message = misplaced_state(optimizer)
         if message is None:
             return

@@ -24,7 +24,7 @@ from ferry.errors import DeviceError, DeviceMismatchError
 from ferry.sanitizer._frames import SourceLine, installed, is_library, source_line, user_frame
 from ferry.sanitizer._modules import ModuleStack
 from ferry.sanitizer._moves import MOVE_METHODS, is_discarded
-from ferry.sanitizer._syncs import SYNC_METHODS, AcceleratorTest
+from ferry.sanitizer._syncs import SHAPE_SYNCS, SYNC_METHODS, AcceleratorTest, bool_mask
 from ferry.sanitizer._train_mode import TrainModeWatch
 from ferry.sanitizer.pretend._tensor import host_arguments, pretend_numpy
 
@@ -114,11 +114,16 @@ class SanitizerMode(TorchFunctionMode):
             self._check_available(kwargs["device"], func)
         if func in _SYNCS and args and isinstance(args[0], Tensor):
             if self.is_accelerator(args[0].device):
-                frame = user_frame()
-                if frame is not None and not installed(frame.f_code):  # a trainer's own syncs are not the user's
-                    self.count_sync(source_line(frame))
+                self._sync()
             if func in NUMPY_METHODS and args[0].device.type != "cpu" and not kwargs.get("force"):
                 self._check_numpy(args[0])
+        elif (
+            (func in SHAPE_SYNCS or (func in _INDEXING and len(args) > 1 and bool_mask(args[1])))
+            and args
+            and isinstance(args[0], Tensor)
+            and self.is_accelerator(args[0].device)
+        ):
+            self._sync()  # `sim[~mask]`, `torch.nonzero(x)`: the result's size is read on the host
         host = host_arguments(func, args)  # lengths and batch_sizes of packed sequences stay on the host
         checked = tuple(None if i in host else a for i, a in enumerate(args)) if host else args
         if func not in MIXING_ALLOWED and _mixed(checked, kwargs):
@@ -379,6 +384,12 @@ class SanitizerMode(TorchFunctionMode):
                 return f"{name} = {name}.to({to})"
             return f"tensor = tensor.to({to})  # {name}"
         return f"tensor = tensor.to({to})"  # pragma: no cover - a mismatch always has one tensor off ``expected``
+
+    def _sync(self) -> None:
+        """Count a host sync at the user's line (a trainer's own syncs, in an installed package, are not theirs)."""
+        frame = user_frame(2)
+        if frame is not None and not installed(frame.f_code):
+            self.count_sync(source_line(frame))
 
     # --- CPU factories inside a forward ----------------------------------------------------------------------
 

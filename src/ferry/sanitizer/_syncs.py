@@ -1,7 +1,9 @@
 """Host-device synchronisations: reading an accelerator tensor's value on the host blocks until the device is done.
 
 ``.item()``, ``.tolist()``, ``.numpy()``, ``.cpu()``, ``bool(t)`` (``if loss < best:``) and printing or formatting
-a tensor each wait for every queued kernel, so one per training step stalls the pipeline. They are counted per line
+a tensor each wait for every queued kernel, so one per training step stalls the pipeline; so do operations whose
+result's size depends on the values (``nonzero``, ``masked_select``, ``unique``, indexing with a boolean mask
+``sim[~mask]``), which read that size on the host. They are counted per line
 of the user's code; at the end, the lines that sync at every training step (or, without an optimizer, the busiest
 lines) are printed.
 """
@@ -22,6 +24,32 @@ SYNC_METHODS = frozenset(
     getattr(torch.Tensor, name)
     for name in "item tolist numpy cpu __bool__ __repr__ __str__ __format__ __float__ __int__ __index__".split()
 )
+
+
+#: Operations whose result's size depends on the values: the host reads the count from the device first.
+SHAPE_SYNCS = frozenset(
+    {
+        torch.nonzero,
+        torch.Tensor.nonzero,
+        torch.argwhere,
+        torch.Tensor.argwhere,
+        torch.masked_select,
+        torch.Tensor.masked_select,
+        torch.unique,
+        torch.Tensor.unique,
+        torch.unique_consecutive,
+        torch.Tensor.unique_consecutive,
+    }
+)
+
+
+def bool_mask(index: object) -> bool:
+    """Whether ``index`` (of ``t[index]`` or ``t[index] = v``) holds a boolean tensor: a mask, which syncs on a GPU."""
+    if isinstance(index, torch.Tensor):
+        return index.dtype == torch.bool and index.dim() > 0
+    if isinstance(index, tuple):
+        return any(isinstance(i, torch.Tensor) and i.dtype == torch.bool and i.dim() > 0 for i in index)
+    return False
 
 
 def is_accelerator(device: torch.device) -> bool:
