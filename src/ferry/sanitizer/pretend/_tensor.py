@@ -222,22 +222,22 @@ class PretendTensor(torch.Tensor):
     ) -> Any:
         if func in _INDEX_OPS:
             _check_index(args)
-        flat, spec = tree_flatten((args, kwargs or {}))
         host = host_arguments(func, args)
-        checked = [x for x in flat if not any(x is args[i] for i in host)] if host else flat
-        device = result_device(func, checked)
-        real = [x._elem if isinstance(x, PretendTensor) else _real_device_arg(x) for x in flat]
-        uargs, ukwargs = tree_unflatten(real, spec)
+        tensors: list[torch.Tensor] = []  # every tensor argument, in order, as the caller passed it
+        by_id: dict[int, torch.Tensor] = {}  # the real tensor's id -> the wrapper the caller holds
+        uargs = tuple(_unwrap(a, tensors, by_id) for a in args)
+        ukwargs = {k: _unwrap(v, tensors, by_id) for k, v in kwargs.items()} if kwargs else {}
+        if host:  # lengths and batch_sizes of packed sequences stay on the host
+            skipped = {id(args[i]) for i in host}
+            tensors = [t for t in tensors if id(t) not in skipped]
+        device = result_device(func, tensors)
         with torch.no_grad():  # autograd already recorded this op on the wrappers, one level up
             out = func(*uargs, **ukwargs)
         # in-place and out= ops return their (unwrapped) argument: hand back the wrapper the caller holds
-        by_id = {id(r): w for r, w in zip(real, flat, strict=True) if isinstance(w, torch.Tensor)}
         kept = _HOST_OUTPUTS.get(op_name(func), ())
         if kept and isinstance(out, tuple):
             by_id.update((id(out[i]), out[i]) for i in kept if i < len(out))  # made on the host, as on a GPU
-        flat_out, out_spec = tree_flatten(out)
-        wrapped = [_wrap_output(x, device, by_id) for x in flat_out]
-        return tree_unflatten(wrapped, out_spec)
+        return _wrap(out, device, by_id)
 
 
 def _sync_metadata(wrapper: PretendTensor) -> None:
@@ -253,9 +253,40 @@ def _sync_metadata(wrapper: PretendTensor) -> None:
             _DATA.__set__(wrapper, PretendTensor(elem, wrapper._pretend_device))
 
 
-def _real_device_arg(x: Any) -> Any:
-    if isinstance(x, torch.device) and x.type == "cuda":
-        return _CPU
+def _unwrap(x: Any, tensors: list[torch.Tensor], by_id: dict[int, torch.Tensor]) -> Any:
+    """``x`` (an op's argument) with the CPU data in place of each wrapper and the CPU in place of a CUDA device.
+
+    Walks tuples, lists and dicts (what ATen ops take, as ``tree_flatten`` would, at a fraction of its cost);
+    each tensor met goes to ``tensors``, and ``by_id`` maps the real tensor's id to what the caller passed.
+    """
+    if isinstance(x, torch.Tensor):
+        tensors.append(x)
+        real = x._elem if isinstance(x, PretendTensor) else x
+        by_id[id(real)] = x
+        return real
+    kind = type(x)
+    if kind is list or kind is tuple:
+        return kind(_unwrap(i, tensors, by_id) for i in x)
+    if kind is dict:
+        return {k: _unwrap(v, tensors, by_id) for k, v in x.items()}
+    if kind is torch.device:
+        return _CPU if x.type == "cuda" else x
+    if isinstance(x, tuple | list | dict):  # a namedtuple or another subclass: the general route
+        flat, spec = tree_flatten(x)
+        return tree_unflatten([_unwrap(i, tensors, by_id) for i in flat], spec)
+    return x
+
+
+def _wrap(x: Any, device: torch.device, by_id: dict[int, torch.Tensor]) -> Any:
+    """An op's output with each CPU result wrapped on ``device`` (see :func:`_wrap_output`), tuples and lists too."""
+    if isinstance(x, torch.Tensor):
+        return _wrap_output(x, device, by_id)
+    kind = type(x)
+    if kind is tuple or kind is list:
+        return kind(_wrap(i, device, by_id) for i in x)
+    if isinstance(x, tuple | list | dict):
+        flat, spec = tree_flatten(x)
+        return tree_unflatten([_wrap(i, device, by_id) for i in flat], spec)
     return x
 
 
