@@ -81,6 +81,11 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("snli_lstm_examples.py", "FRY003", 266): "torch.load(args.vector_cache) without map_location (seen once the "
     "function's guarded torch.cuda.set_device no longer made it CUDA-only code)",
     ("snli_lstm_examples.py", "FRY004", 333): "torch.save(model, snapshot_path) of the whole model",
+    # held-out round 5: PointNet's training and test scripts and the sentiment notebook load their checkpoints with
+    # torch.load(path) and no map_location (a checkpoint saved on a GPU then fails on a CPU-only machine)
+    ("pointnet_modelnet_cls.py", "FRY003", 314): "torch.load(best_model.pth, weights_only=False), no map_location",
+    ("pointnet_modelnet_cls.py", "FRY003", 379): "torch.load(best_model.pth, weights_only=False), no map_location",
+    ("sentiment_lstm_packed.py", "FRY003", 324): 'torch.load("lstm.pt") without map_location',
     ("snli_lstm_examples.py", "FRY004", 367): "torch.save(model, snapshot_path) of the whole model",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
