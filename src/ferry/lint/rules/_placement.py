@@ -146,7 +146,8 @@ def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFu
     """Functions of the file whose every call is in the file, so their parameters take what the calls pass.
 
     Defined once at the top of the file, and the name is only ever called (never passed on, decorated or rebound),
-    or handed to a ``DataLoader`` as its ``collate_fn`` (which calls it with samples, of unknown values).
+    or handed to a ``DataLoader`` as its ``collate_fn`` (which calls it with samples, of unknown values). A local
+    variable of the same name in another function is another variable.
     """
     defined: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for stmt in ctx.tree.body:
@@ -159,8 +160,15 @@ def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFu
     }
     if not plain:
         return {}
+    local: dict[ast.AST, set[str]] = {}
     for node in ctx.nodes(ast.Name):
         if node.id in plain:
+            inner = ctx.enclosing_function(node)
+            if inner is not None and inner is not plain[node.id]:
+                if inner not in local:
+                    local[inner] = bound_names(inner)
+                if node.id in local[inner]:
+                    continue  # `train = types == "train"` in another function: its own variable, not this function
             parent = ctx.parent(node)
             if isinstance(parent, ast.keyword) and parent.arg == "collate_fn" and isinstance(node.ctx, ast.Load):
                 continue  # `DataLoader(..., collate_fn=collate_batch)` calls it with a list of samples
