@@ -112,3 +112,42 @@ def test_lint_finds_the_injected_tuple_statement(mutants: list[inject.Mutant]) -
     assert not [d for d in lint_source(PROGRAM, "program.py") if d.code == "FRY001"]
     mutant = next(m for m in mutants if m.code == "FRY001")
     assert {23} == {d.line for d in lint_source(mutant.source, "program.py") if d.code == "FRY001"}
+
+
+MADE_IN_FORWARD = """\
+import torch
+import torch.nn as nn
+
+
+class Stn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 9)
+
+    def forward(self, x):
+        y = self.fc(x)
+        iden = torch.eye(3).view(1, 9).repeat(x.size(0), 1)
+        if y.is_cuda:
+            iden = iden.cuda()
+        return y + iden
+
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+print(Stn().to(device)(torch.randn(2, 4).to(device)).shape)
+"""
+
+
+def test_a_move_left_out_of_a_tensor_made_in_forward_is_a_device_less_tensor_in_forward(tmp_path) -> None:
+    # PointNet's STN: removing `iden = iden.cuda()` leaves a factory's CPU tensor meeting the input: FRY005's class
+    path = tmp_path / "stn.py"
+    path.write_text(MADE_IN_FORWARD)
+    from ferry.sanitizer.pretend import pretend_cuda
+
+    def run(program: object) -> None:
+        with pretend_cuda():  # as the benchmark traces: the branch under `if y.is_cuda:` runs
+            runpy.run_path(str(program), run_name="__main__")
+
+    sites = inject.trace_sites(path, run)
+    found = [(m.code, m.form) for m in inject.mutants("stn.py", MADE_IN_FORWARD, sites) if m.line == 14]
+    assert ("FRY005", "made here, in forward") in found
+    assert not any(code == "FRY006" for code, _ in found)

@@ -407,12 +407,43 @@ def inputs_not_moved(src: Source) -> Iterator[Mutant]:
                 # `torch.zeros(...).to(device)` in a module's method without its move: a device-less tensor in the
                 # forward, FRY005's class (its own injector leaves out `device=`)
                 yield _mutant(src, "FRY005", f"factory result, {src.place(call)}", call, src.segment(call.func.value))
+            elif src.in_module_class(call) and _made_by_a_factory_here(src, call):
+                # `iden = torch.from_numpy(...)...` then `iden = iden.cuda()` in forward, without the move: the same
+                # device-less tensor in the forward, moved on a later line (PointNet's STN)
+                yield _mutant(src, "FRY005", f"made here, {src.place(call)}", call, src.segment(call.func.value))
             else:
                 yield _mutant(src, "FRY006", form, call, src.segment(call.func.value))
     for call, keyword in _factories_with_device(src):
         if not src.in_module_class(call):
             form = "factory without device=" + (", module-level" if src.place(call) == "module-level" else "")
             yield _mutant(src, "FRY006", form, call, _without_keyword(src, call, keyword))
+
+
+def _made_by_a_factory_here(src: Source, call: ast.Call) -> bool:
+    """Whether the moved name was bound, in the same function, to a torch factory's tensor (``iden = torch.eye(3)``).
+
+    ``*_like`` factories follow their input's device and do not count.
+    """
+    assert isinstance(call.func, ast.Attribute)
+    receiver = call.func.value
+    if not isinstance(receiver, ast.Name):
+        return False
+    scope = src.parents.get(call)
+    while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        scope = src.parents.get(scope)
+    if scope is None:
+        return False
+    for node in ast.walk(scope):
+        if not (isinstance(node, ast.Assign) and node.lineno < call.lineno):
+            continue
+        if not any(isinstance(t, ast.Name) and t.id == receiver.id for t in node.targets):
+            continue
+        for inner in ast.walk(node.value):
+            if isinstance(inner, ast.Call):
+                name = src.segment(inner.func)
+                if name.startswith("torch.") and name.split(".")[-1] in (FACTORIES - _LIKE) | {"from_numpy"}:
+                    return True
+    return False
 
 
 def _to_host(call: ast.Call) -> bool:

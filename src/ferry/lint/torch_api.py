@@ -166,6 +166,9 @@ NOT_TENSOR_ATTRIBUTES = frozenset(
     """.split()
 )
 
+#: Calls that give their first argument back as it is, on its device: the deprecated ``Variable`` wrapper.
+PASS_THROUGH = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
 #: Classes whose instances are tensors (calling one makes a tensor; subclassing one makes a tensor class).
 TENSOR_CLASSES = frozenset(
     {"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer", "torch.FloatTensor"}

@@ -55,6 +55,7 @@ from ferry.lint.torch_api import (
     LOSS_INPUTS,
     LOSS_WEIGHTS,
     MASK_FACTORIES,
+    PASS_THROUGH,
     MOVES,
     NOT_TENSOR_METHODS,
     NUMPY_FACTORIES,
@@ -393,8 +394,8 @@ class CallsMixin(DevicesMixin):
             source = args[0] if args else UNKNOWN
             where = self.device_where(device) if device is not None else source.where
             return Val("tensor", where, scalar=source.scalar, dev=source.dev)
-        if full in ("torch.autograd.Variable", "torch.autograd.variable.Variable") and args:
-            return args[0]  # deprecated: gives the tensor back, where it is
+        if full in PASS_THROUGH and args:
+            return args[0]  # deprecated `Variable(x)`: gives the tensor back, where it is
         if full in MASK_FACTORIES:  # made where `device=` says, else on the host
             where = self.device_where(device) if device is not None else made_here
             return Val("tensor", where, dev=self.segment(device) if device is not None else None)

@@ -92,6 +92,7 @@ from ferry.lint.torch_api import (
     NOT_TENSOR_FUNCTIONS,
     NOT_TENSOR_SUBMODULES,
     NUMPY_FACTORIES,
+    PASS_THROUGH,
     TENSOR_ATTRIBUTES,
     TENSOR_SUBMODULES,
 )
@@ -562,6 +563,8 @@ class Flow:
         full = ctx.call_name(node)
         if full in NUMBER_CALLS or (full is not None and full.startswith("math.")):
             return SCALAR
+        if full in PASS_THROUGH and node.args:
+            return self.dev(node.args[0])  # `Variable(torch.from_numpy(...))`: the tensor itself
         if full is not None and full.startswith("torch."):
             if full in CPU_FACTORIES:
                 return self._moved_factory(node)
