@@ -136,6 +136,10 @@ class CallsMixin(DevicesMixin):
                 return known
             if full in HARMLESS_BUILTINS:
                 return UNKNOWN
+        if isinstance(func, ast.Name) and (callee is None or callee.what in ("unknown", "other")):
+            typed = self._typed_where(func)  # `Tensor(...)`, `Tensor = torch.cuda.FloatTensor if cuda else ...`
+            if typed is not None:
+                return Val("tensor", typed, dev='"cuda"' if typed == DEVICE else None)
         self._escape(node)
         return UNKNOWN
 
