@@ -1307,6 +1307,24 @@ class _Flow(CallsMixin):
     def _subscript(self, node: ast.Subscript) -> Val:
         owner = self.ev(node.value)
         index = self.ev(node.slice)
+        if (
+            owner.what in TENSORISH
+            and owner.where == HOST
+            and not owner.scalar
+            and index.what in (*TENSORISH, "any")
+            and index.where == DEVICE
+            and not index.scalar
+        ):
+            # `labels[~mask]` with `mask` on the device: PyTorch takes CPU indices into a GPU tensor, not the reverse
+            name = self.label(owner, node.value)
+            where = index.dev or "device"
+            self.report(
+                "FRY006",
+                owner.origin or node.value,
+                f"`{name}` is on the host and never moved, but it is indexed with `{short(self.segment(node.slice))}`"
+                f" on `{where}` at line {line(node)}; fix: {self.fix(owner, node.value, where)}",
+            )
+            return UNKNOWN
         if owner.what in TENSORISH:
             keeps_rank = (
                 isinstance(node.slice, ast.Slice)
