@@ -698,20 +698,35 @@ def _evaluates(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 def _predictions(facts: _Facts, func: ast.FunctionDef | ast.AsyncFunctionDef, model: str) -> list[ast.Call]:
     """The calls of ``model`` in ``func`` that predict: under ``no_grad``, or anywhere in a function named so.
 
-    Empty when ``func`` switches ``model``'s mode itself, or hands it to another call before predicting.
+    Empty when ``func`` switches ``model``'s mode itself before predicting (or in a loop around a prediction), or
+    hands it to another call before predicting. A switch after the predictions (UNet's ``evaluate`` ending with
+    ``net.train()`` for the training that follows) leaves them in the mode the caller left.
     """
     ctx = facts.ctx
     calls = facts.calls(func)
-    if any(_switches_mode(c, model) for c in calls):
-        return []
     named = _evaluates(func)
     found = [c for c in calls if _is_model_call(c, model, ctx) and (named or _without_grad(ctx, c))]
+    switches = [c for c in calls if _switches_mode(c, model)]
+    if switches and (not found or any(_may_run_before(ctx, c, found[0]) for c in switches)):
+        return []
     if found and any(
         before(c, found[0]) and any(dotted(a) == model for a in [*c.args, *(k.value for k in c.keywords)])
         for c in calls
     ):
         return []  # handed to another function first, which may switch the mode
     return found
+
+
+def _may_run_before(ctx: FileContext, call: ast.AST, target: ast.AST) -> bool:
+    """Whether ``call`` may run before ``target``: above it, or in a loop around both (the next pass)."""
+    if before(call, target):
+        return True
+    loop = innermost_loop(ctx, target)
+    while loop is not None:
+        if _inside(call, loop):
+            return True
+        loop = innermost_loop(ctx, loop)
+    return False
 
 
 def _evaluation_message(
