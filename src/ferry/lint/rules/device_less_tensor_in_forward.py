@@ -2,8 +2,10 @@
 
 ## What it does
 Finds tensors created on the CPU (``torch.zeros``, ``ones``, ``arange``, ``randn``, ``tensor``, ``eye``, ``full``,
-``from_numpy``, ... without ``device=``) inside code that works on input tensors, when the file shows that the CPU
-tensor then meets them:
+``from_numpy``, ... without ``device=``) inside code that works on input tensors (a module's ``forward`` and what it
+calls, a LightningModule's ``training_step``/``validation_step``/``test_step``/``predict_step``, whose batch
+Lightning moves to the module's device, and functions taking tensors), when the file shows that the CPU tensor then
+meets them:
 
 - it is combined with an input tensor (an argument of the function that is used as a tensor, a parameter or buffer
   of the module, a submodule's output) in arithmetic, a comparison, a ``torch`` function or a module call;

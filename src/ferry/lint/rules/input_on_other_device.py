@@ -3,16 +3,25 @@
 ## What it does
 Finds a tensor left on the host that meets a module or a tensor on the device: a module moved with
 ``model.to(device)`` or ``.cuda()`` and then called with a tensor made without ``device=`` (``torch.randn(...)``,
-``torch.tensor(data)``, ``torch.from_numpy(...)``) and never moved, or a device tensor (a model's output, a moved
-tensor) and a host tensor in one arithmetic expression or comparison. It follows straight-line code, branches and
-loop bodies within a function; it reports the line that binds the host tensor, where ``.to(device)`` belongs, or the
-use when the tensor comes from a loop variable.
+``torch.tensor(data)``, ``torch.from_numpy(...)``, a legacy ``torch.FloatTensor(...)``) and never moved; a device
+tensor (a model's output, a moved tensor) and a host tensor in one arithmetic expression, comparison or combining
+``torch`` function (``cat``, ``gather``, ``matmul``, ``where``...); a host tensor indexed with a device tensor
+(``labels[~mask]``). It reports the line that binds the host tensor, where ``.to(device)`` belongs, or the use when
+the tensor comes from a loop variable.
 
-Values of unknown origin (function parameters, results of other functions, data loader batches) are not reported,
-nor host tensors that may have zero dimensions (``torch.tensor(2.0)``, a sum), which PyTorch lets meet device
-tensors. Only a module's first argument is checked (later ones, such as the lengths of a packed sequence, may stay on
-the host by design), and modules that take inputs from anywhere are left alone: ``DataParallel`` and DDP wrappers,
-modules without parameters, classes of the file that move their own inputs.
+It follows values the way scripts pass them: through branches and loops (a loop's first pass sees values as they
+were before it), tuple unpacking, the functions of the file (each call read with the values it passes, what they
+return read back), module-level code, plain classes' attributes, and a model's own methods
+(``hidden = model.init_hidden(n)``). A ``DataLoader``'s batches are where a ``TensorDataset``'s tensors are, on the
+host for a dataset class of the file or a ``torchvision`` dataset (the default collate), what a ``collate_fn`` of
+the file returns, and on the host wherever the loop that reads them moves some of them (``x, y = x, y.to(device)``:
+its author knows they arrive there).
+
+Not reported: values of unknown origin (an unknown function's result, a loader of unknown batches that no loop
+moves), host tensors that may have zero dimensions (``torch.tensor(2.0)``, a sum), which PyTorch lets meet device
+tensors, later inputs named as lengths or sizes (a packed sequence's lengths stay on the host by design), CPU indices
+into a device tensor, and modules that take inputs from anywhere: ``DataParallel`` and DDP wrappers, modules
+without parameters, classes of the file that move their own inputs.
 
 ## Why is this bad
 Modules move in place, tensors do not: after ``model.to(device)`` every input must be moved too. On a GPU the call
