@@ -217,13 +217,13 @@ def _workers_state_of(mode, *, want):
     """Start gloo_gil_holder.py in ``mode``; poll /proc until its gloo workers' busy state is ``want`` (20 s max)."""
     import time
 
-    from ferry.distributed import _gloo_workers_busy
+    from ferry._dist import gloo_workers_busy
 
     child = subprocess.Popen([sys.executable, str(WORKERS / "gloo_gil_holder.py"), mode])
     try:
         deadline, seen = time.monotonic() + 60, []
         while time.monotonic() < deadline and child.poll() is None:
-            state = _gloo_workers_busy(str(child.pid))
+            state = gloo_workers_busy(str(child.pid))
             seen.append(state)
             if state is want and seen.count(want) >= 20:  # held for 20 polls, not a passing moment
                 return seen
@@ -236,7 +236,7 @@ def _workers_state_of(mode, *, want):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads gloo's worker threads from /proc")
 def test_exit_sees_a_gloo_worker_waiting_for_the_gil_as_busy_and_an_idle_one_as_idle():
-    # What _let_gloo_workers_settle waits for at exit (the rank aborted when finalization began before it)
+    # What let_gloo_workers_settle waits for at exit (the rank aborted when finalization began before it)
     held = _workers_state_of("hold", want=True)
     assert held.count(True) >= 20, held[-40:]
     released = _workers_state_of("release", want=False)
@@ -244,8 +244,30 @@ def test_exit_sees_a_gloo_worker_waiting_for_the_gil_as_busy_and_an_idle_one_as_
 
 
 def test_the_exit_settle_returns_at_once_without_gloo_workers_and_within_its_limit_with_busy_ones(monkeypatch):
-    from ferry import distributed
+    from ferry import _dist
 
-    assert distributed._let_gloo_workers_settle(timeout=5) < 1  # none in this process, or idle ones
-    monkeypatch.setattr(distributed, "_gloo_workers_busy", lambda process="self": True)
-    assert 0.2 <= distributed._let_gloo_workers_settle(timeout=0.2) < 2
+    assert _dist.let_gloo_workers_settle(timeout=5) < 1  # none in this process, or idle ones
+    monkeypatch.setattr(_dist, "gloo_workers_busy", lambda process="self": True)
+    assert 0.2 <= _dist.let_gloo_workers_settle(timeout=0.2) < 2
+
+
+def test_a_process_group_ferry_sees_registers_the_settle_at_exit_whoever_started_it(monkeypatch):
+    # a script's own init_process_group, then a Checkpointer or sampler asking for the rank: the exit is covered
+    import atexit
+
+    import torch.distributed as dist
+
+    from ferry import _dist
+
+    registered = []
+    monkeypatch.setattr(_dist, "_SETTLING", [])
+    monkeypatch.setattr(atexit, "register", registered.append)
+    assert _dist.process_group() is None
+    assert [] == registered
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    try:
+        assert (0, 1) == _dist.process_group()
+        assert (0, 1) == _dist.process_group()
+    finally:
+        dist.destroy_process_group()
+    assert [_dist.let_gloo_workers_settle] == registered

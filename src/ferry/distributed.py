@@ -18,8 +18,6 @@ import atexit
 import contextlib
 import datetime
 import os
-import pathlib
-import time
 from collections.abc import Mapping
 
 try:
@@ -97,9 +95,6 @@ def _init(backend: str | None, *, environ: Mapping[str, str]) -> torch.device:
 
 #: How long the teardown at exit waits for the other ranks, in seconds (a rank that died is not waited for longer).
 TEARDOWN_TIMEOUT = 60.0
-#: How long the exit waits at most for gloo's worker threads to let go of their last collective, in seconds.
-GLOO_SETTLE_TIMEOUT = 2.0
-_GLOO_WORKER_THREAD = "pt_gloo_runloop"  # the name ProcessGroupGloo gives its worker threads
 _OWNED: list[object] = []  # the process group init() created, while it is up
 _AT_EXIT: list[bool] = []  # [True] once _at_exit is registered
 
@@ -127,7 +122,7 @@ def _at_exit() -> None:
     try:
         _teardown()
     finally:
-        _let_gloo_workers_settle()
+        _dist.let_gloo_workers_settle()
 
 
 def _teardown(timeout: float | None = None) -> None:
@@ -145,53 +140,6 @@ def _teardown(timeout: float | None = None) -> None:
         if work is not None:
             work.wait(timeout=wait)
     dist.destroy_process_group()
-
-
-def _let_gloo_workers_settle(timeout: float | None = None) -> float:
-    """Release the GIL until gloo's worker threads are idle (at most ``timeout`` seconds); return the seconds waited.
-
-    A gloo worker thread frees each finished collective after the caller's ``wait()`` has returned, and freeing its
-    tensors takes the GIL. ``destroy_process_group()`` does not stop those threads while a
-    ``DistributedDataParallel`` model still holds the group, so a script that ends right after its last collective
-    (``all_gather_object``, then ``destroy_process_group()``) can reach interpreter finalization while a worker
-    still waits for the GIL: the worker is then killed inside C++ code and the rank aborts with "terminate called
-    without an active exception" (SIGABRT), about one exit in five on a 2-rank DDP run. Called from an ``atexit``
-    handler, while the interpreter is still whole, this sleeps in short steps until no such thread is running or
-    waiting on a timed lock (the GIL); where ``/proc`` cannot tell, it sleeps once for 50 ms.
-    """
-    limit = GLOO_SETTLE_TIMEOUT if timeout is None else timeout
-    started = time.monotonic()
-    time.sleep(0.005)  # the GIL changes hands at least once
-    while (busy := _gloo_workers_busy()) and time.monotonic() - started < limit:
-        time.sleep(0.005)
-    if busy is None:
-        time.sleep(min(0.05, limit))
-    return time.monotonic() - started
-
-
-def _gloo_workers_busy(process: str = "self") -> bool | None:
-    """Whether a gloo worker thread of ``process`` (a pid) runs or waits with a timeout; ``None`` without ``/proc``.
-
-    An idle worker waits on its work queue's condition variable with no timeout (``futex`` whose fourth argument,
-    the timeout, is 0 in ``/proc/<pid>/task/<tid>/syscall``); one waiting for the GIL waits with a timeout.
-    """
-    tasks = pathlib.Path("/proc", process, "task")
-    try:
-        threads = list(tasks.iterdir())
-    except OSError:
-        return None
-    for thread in threads:
-        try:
-            if (thread / "comm").read_text().strip() != _GLOO_WORKER_THREAD:
-                continue
-            state = (thread / "stat").read_text().rpartition(")")[2].split()[0]
-            call = (thread / "syscall").read_text().split()
-            timed = len(call) > 4 and int(call[4], 16) != 0
-        except (OSError, IndexError, ValueError):
-            continue  # the thread ended meanwhile, or this kernel shows it another way
-        if state == "R" or not call or call[0] == "running" or timed:
-            return True
-    return False
 
 
 def init(backend: str | None = None) -> torch.device:
@@ -350,7 +298,7 @@ def wrap(model: nn.Module, *, strategy: str = "ddp") -> nn.Module:
     place(model, device)
     if _dist.process_group() is None:
         return model
-    _register_at_exit()  # the wrapper holds the group past destroy_process_group() (see _let_gloo_workers_settle)
+    _register_at_exit()  # the wrapper holds the group past destroy_process_group() (see _dist.let_gloo_workers_settle)
     if strategy == "ddp":
         device_ids = None if device.type == "cpu" else [device]
         return DistributedDataParallel(model, device_ids=device_ids)
