@@ -631,6 +631,21 @@ def test_batchnorm_model_with_a_loss_under_no_grad_is_reported_and_sampling_is_n
     assert [("inference-in-train-mode", line + 18)] == [(f.kind, f.where.line) for f in report.findings]
 
 
+def test_batchnorm_model_scored_by_a_dice_product_with_integer_masks_is_reported():
+    # Pytorch-UNet's binary evaluate without net.eval(): `inter = 2 * (input * target).sum()` with long masks
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        net = _norm_net()
+        _train_steps(net)
+        masks = torch.tensor([[0, 1, 1], [1, 0, 0], [0, 0, 1], [1, 1, 0]])
+        with torch.inference_mode():
+            predicted = (torch.sigmoid(net(torch.randn(4, 4))) > 0.5).float()
+            dice = 2 * (predicted * masks).sum() / (predicted.sum() + masks.sum())
+    assert dice.dim() == 0
+    line = test_batchnorm_model_scored_by_a_dice_product_with_integer_masks_is_reported.__code__.co_firstlineno
+    assert [("inference-in-train-mode", line + 8)] == [(f.kind, f.where.line) for f in report.findings]
+
+
 class _PlainLayers(nn.Module):
     def __init__(self):
         super().__init__()

@@ -239,8 +239,8 @@ class TrainModeWatch:
     def scored(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
         """A torch operation ran while :attr:`suspects` is not empty: follow the watched outputs.
 
-        Their results are watched too; a loss function, or a comparison with a tensor not computed from them, is
-        reported.
+        Their results are watched too; a loss function, a comparison with a tensor not computed from them, or a
+        product or difference with such a tensor of integers or booleans (labels, masks), is reported.
         """
         inputs = [a for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
         watched = [self._suspect(a) for a in inputs]
@@ -249,7 +249,10 @@ class TrainModeWatch:
             return
         name = getattr(func, "__name__", "")
         others = [a for a, w in zip(inputs, watched, strict=True) if w is None]
-        if "loss" in name or name in _LOSSES or (name in _COMPARISONS and others):
+        labelled = name in _LABEL_ARITHMETIC and any(
+            not (a.is_floating_point() or a.is_complex()) and a.dim() > 0 for a in others
+        )  # `(input * target).sum()` with integer targets: a Dice score against labels
+        if "loss" in name or name in _LOSSES or (name in _COMPARISONS and others) or labelled:
             self.suspects.clear()
             model, where, layers, how = found
             shown = ", ".join(layers[:4]) + (f" and {len(layers) - 4} more" if len(layers) > 4 else "")
@@ -323,5 +326,8 @@ _LOSSES = frozenset(
         "ctc_loss",
     }
 )
+#: Arithmetic that scores an output against labels when the other tensor holds integers or booleans (a Dice score's
+#: ``input * target`` with the masks as ``long``).
+_LABEL_ARITHMETIC = frozenset({"mul", "__mul__", "__rmul__", "sub", "__sub__", "__rsub__", "__and__", "logical_and"})
 #: Comparisons that score an output against labels (``predicted.eq(targets)``, ``pred == y``).
 _COMPARISONS = frozenset({"eq", "ne", "__eq__", "__ne__", "equal", "isclose", "allclose"})
