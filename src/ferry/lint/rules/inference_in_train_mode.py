@@ -20,6 +20,9 @@ Finds models used for prediction in the wrong autograd or module mode, in these 
 - a training loop over phases that calls ``model.train()`` in one branch (``if phase == "train":``) and never
   ``model.eval()``: in the other phase the model predicts with gradients off (``torch.no_grad()``,
   ``torch.set_grad_enabled(phase == "train")``) still in training mode.
+- a model that a training function only runs under ``no_grad`` while it trains another one (a distillation
+  teacher), which nothing in the file switches to ``eval()`` or trains (under any of the names the calls pass it
+  by), built by something not proven mode-free.
 
 Not reported: models whose layers behave the same in both modes (``nn.Linear``, a ``nn.Sequential`` of such layers,
 a module class of this file built only from them), models handed to another call before the prediction (it may
@@ -1058,6 +1061,93 @@ def _trains_again(call: ast.Call) -> bool:
     return isinstance(callee, ast.Attribute) and callee.attr == "train" and not call.args and not call.keywords
 
 
+# -- shape 6: a frozen model (a distillation teacher) run under no_grad by a function that trains another -----------
+
+
+def _origins(
+    facts: _Facts, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str, depth: int = 0
+) -> list[tuple[str, ast.expr | None]] | None:
+    """What ``param`` of ``func`` is at its callers: ``(name, expression that built it)`` per call site, up the calls.
+
+    Through parameters of the file's functions (``run`` -> ``train_and_evaluate(teacher_model=...)`` -> ``train_kd``);
+    ``None`` when a caller passes something else than a name, or the chain is deeper than three calls.
+    """
+    local = local_functions(facts.ctx)
+    sites = [n for n in facts.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == func.name]
+    if not sites or depth > 3:
+        return None
+    found: list[tuple[str, ast.expr | None]] = []
+    for site in sites:
+        given = _argument(site, func, param)
+        name = dotted(given) if given is not None else None
+        if name is None:
+            return None
+        caller = scope_node(facts.ctx, site)
+        if isinstance(caller, ast.FunctionDef | ast.AsyncFunctionDef) and caller.name in local:
+            names = [a.arg for a in [*caller.args.posonlyargs, *caller.args.args, *caller.args.kwonlyargs]]
+            if name in names and not facts.binding(name, site)[1]:
+                further = _origins(facts, caller, name, depth + 1)
+                if further is None:
+                    return None
+                found.extend([(name, None), *further])
+                continue
+        found.append((name, facts.binding(name, site)[1]))
+    return found
+
+
+def _frozen_in_training_mode(facts: _Facts) -> Iterator[Finding]:
+    """A model a training function only runs under ``no_grad``, which nothing switches to eval mode or trains.
+
+    ``train_kd(model, teacher_model, ...)``: the student trains; the teacher predicts under ``no_grad`` for the
+    distillation loss. Without ``teacher_model.eval()`` its dropout stays active and its batch norm uses (and updates
+    with) the student's batches. Left alone: a model the file switches with ``eval()``/``train()`` under any of its
+    names, one an optimizer is built over, one handed to another call, and models proven mode-free (a DQN's target
+    network of linear layers).
+    """
+    ctx = facts.ctx
+    local = local_functions(ctx)
+    for func in local.values():
+        if not facts.trains(func, with_losses=False):
+            continue
+        calls = facts.calls(func)
+        for param in [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]:
+            uses = [c for c in calls if _is_model_call(c, param, ctx)]
+            if not uses or not all(_without_grad(ctx, c) for c in uses):
+                continue
+            handed = any(
+                c not in uses and any(dotted(a) == param for a in [*c.args, *(k.value for k in c.keywords)])
+                for c in calls
+            )
+            if handed or any(_switches_mode(c, param) for c in calls):
+                continue
+            origins = _origins(facts, func, param)
+            if not origins:
+                continue
+            names = {name for name, _ in origins} | {param}
+            built = [expr for _, expr in origins if expr is not None]
+            if not built or any(facts.mode_free(b) or facts.known_eval(b) for b in built):
+                continue
+            if any(_switches_mode(c, name) for c in ctx.nodes(ast.Call) for name in names):
+                continue
+            if any(_optimizes(ctx, c, names) for c in ctx.nodes(ast.Call)):
+                continue
+            yield Finding(
+                uses[0],
+                message=f"`{param}` is run under `torch.no_grad()` in training mode while `{func.name}` trains another "
+                f"model: nothing switches it to eval mode, so its dropout stays active and its batch norm normalises "
+                f"with (and updates its statistics from) the training batches; fix: call `{param}.eval()` before "
+                f"the loop (a distillation teacher, a frozen feature extractor)",
+            )
+
+
+def _optimizes(ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
+    """Whether ``call`` builds an optimizer over the parameters of a model named in ``names``."""
+    full = ctx.call_name(call) or ""
+    if not (full.startswith("torch.optim.") and full.rsplit(".", 1)[-1][:1].isupper()):
+        return False
+    return any(dotted(node) in names for arg in call.args[:1] for node in ast.walk(arg))
+
+
 def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield predictions by models left in training mode after loading or training, and loops that keep graphs."""
     facts = _Facts(ctx)
@@ -1068,6 +1158,7 @@ def check(ctx: FileContext) -> Iterator[Finding]:
     yield from here
     yield from _validated_inside_training_loop(facts, {f.node for f in here if f.node is not None})
     yield from _phases_without_eval(facts)
+    yield from _frozen_in_training_mode(facts)
 
 
 RULE = Rule(
