@@ -62,6 +62,7 @@ from ferry.lint.context import FileContext, dotted
 from ferry.lint.rules._placement_calls import CallsMixin
 from ferry.lint.rules._placement_values import (
     ACCELERATOR_NAMES,
+    CHECKED_LOSSES,
     CONFIG_OWNERS,
     DEVICE,
     HARMLESS_CONTEXTS,
@@ -84,7 +85,14 @@ from ferry.lint.rules._placement_values import (
     moves_items,
     short,
 )
-from ferry.lint.torch_api import ACCELERATORS, AVAILABILITY_CHECKS, MOVES, NOT_TENSOR_ATTRIBUTES, TENSOR_CLASSES
+from ferry.lint.torch_api import (
+    ACCELERATORS,
+    AVAILABILITY_CHECKS,
+    HOST_TARGET_LOSSES,
+    MOVES,
+    NOT_TENSOR_ATTRIBUTES,
+    TENSOR_CLASSES,
+)
 
 __all__ = ["Report", "device_numpy", "reports", "tensor_moves"]
 
@@ -178,6 +186,30 @@ def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFu
         for name in stmt.names:
             plain.pop(name, None)
     return plain
+
+
+def loss_wrapper(ctx: FileContext, name: str) -> bool:
+    """Whether ``name`` is a function of the file that only returns a loss of its parameters.
+
+    ``def loss_fn(outputs, labels): return nn.CrossEntropyLoss()(outputs, labels)`` (or ``F.cross_entropy(...)``):
+    passed on as ``train(model, optimizer, loss_fn, ...)`` and called there, it checks its inputs as the loss does.
+    """
+    funcs = [s for s in ctx.tree.body if isinstance(s, ast.FunctionDef) and s.name == name]
+    if len(funcs) != 1:
+        return False
+    body = [s for s in funcs[0].body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+        return False
+    call = body[0].value
+    params = [a.arg for a in funcs[0].args.args]
+    if len(call.args) < 2 or [dotted(a) for a in call.args[:2]] != params[:2]:
+        return False
+    target = call.func.func if isinstance(call.func, ast.Call) else call.func  # `nn.CrossEntropyLoss()(...)`
+    full = ctx.qualname(target) or ""
+    last = full.rsplit(".", 1)[-1]
+    if isinstance(call.func, ast.Call):
+        return full.startswith("torch.nn.") and last.endswith("Loss") and last not in HOST_TARGET_LOSSES
+    return full.startswith("torch.nn.functional.") and last in CHECKED_LOSSES
 
 
 def _module_level_nodes(tree: ast.Module) -> list[ast.AST]:
@@ -1278,6 +1310,8 @@ class _Flow(CallsMixin):
                 return self.env[name]
             if name.split(".")[0] in self.excluded:
                 return UNKNOWN
+        if isinstance(node, ast.Name) and node.id not in self.local_functions and loss_wrapper(self.ctx, node.id):
+            return Val("module", params=False, loss=True)  # a loss function of the file, passed on as a value
         if isinstance(node, ast.Attribute):
             owner = self.ev(node.value)
             if owner.what in (*TENSORISH, "any", "module") and node.attr == "device":
