@@ -162,3 +162,21 @@ def test_fry005_in_a_lightning_step_is_fixed_with_the_modules_device() -> None:
     assert "device=self.device" in found[0].message
     fixed, _ = fix_text(source, "lit.py", RULES)
     assert "noise = torch.randn(x.shape, device=self.device)" in fixed
+
+
+def test_fry003_fix_uses_only_a_device_the_function_can_see_when_imported() -> None:
+    # `device` bound only under `if __name__ == "__main__":` is undefined when another module imports the function
+    only_in_main = (
+        "import torch\n\n\ndef load(path):\n    return torch.load(path)\n\n\n"
+        'if __name__ == "__main__":\n    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+        '    print(load("m.pt"))\n'
+    )
+    (finding,) = [f for f in lint_source(only_in_main, "evaluate.py") if f.code == "FRY003"]
+    assert finding.fix is None
+    assert 'map_location="cpu"' in finding.message
+    module_level = only_in_main.replace('if __name__ == "__main__":\n    device', "device").replace(
+        '    print(load("m.pt"))', 'print(load("m.pt"))'
+    )
+    (finding,) = [f for f in lint_source(module_level, "evaluate.py") if f.code == "FRY003"]
+    assert finding.fix is not None
+    assert "torch.load(path, map_location=device)" in fix_text(module_level, "evaluate.py", RULES)[0]

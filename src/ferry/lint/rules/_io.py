@@ -310,6 +310,8 @@ def device_variable(ctx: FileContext, at: ast.AST) -> str | None:
         for name in sorted(
             (n for n in ctx.kinds.bindings.get(scope, {}) if "." not in n), key=lambda n: (n != "device", n)
         ):
+            if isinstance(scope, ast.Module) and func is not None and not _global_for_functions(ctx, name):
+                continue  # bound only under `if __name__ == "__main__":`: a NameError when the module is imported
             if ctx.kinds.lookup(name, at) == DEVICE:
                 return name
             if _chosen_device(ctx, name, at):
@@ -318,6 +320,22 @@ def device_variable(ctx: FileContext, at: ast.AST) -> str | None:
         while isinstance(scope, ast.ClassDef):  # methods do not see the names of their class body
             scope = ctx.kinds.scope_of(scope)
     return None
+
+
+def _global_for_functions(ctx: FileContext, name: str) -> bool:
+    """Whether the module binds ``name`` in code that runs on import, not only under ``if __name__ == "__main__":``."""
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.If) and "__main__" in ast.dump(stmt.test):
+            continue
+        stack: list[ast.AST] = [stmt]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+                continue
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+                return True
+            stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _chosen_device(ctx: FileContext, name: str, at: ast.AST) -> bool:

@@ -1550,6 +1550,8 @@ class _Flow(CallsMixin):
             return f"`{val.name} = {val.name}.to({where})`"
         if val.name is not None and isinstance(node, ast.Starred):
             return f"move `{val.name}` with `.to({where})` before it is packed into `{short(self.segment(node.value))}`"
+        if isinstance(node, ast.Name):  # a loop variable used here: keep the moved tensor (a bare `.to()` is lost)
+            return f"`{node.id} = {node.id}.to({where})` before this line"
         text = f"`{short(self.segment(node))}.to({where})`"
         made = isinstance(node, ast.Call) and (self.ctx.call_name(node) or "").startswith("torch.")  # a factory
         return f"{text}, or make it with `device={where}`" if made else text
