@@ -738,3 +738,16 @@ def test_a_cpu_factory_moved_on_the_line_that_makes_it_is_not_reported():
     with ferry.sanitize() as report:
         model(torch.randn(2, 3, 4, device="meta"))
     assert [f.kind for f in report.findings if f.kind == "device-less-tensor-in-forward"] == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_a_mismatch_fix_moves_to_the_scripts_own_device_variable():
+    # `labels = labels.to('cuda:0')` would hard-code what the script chose (and fail on a CPU-only machine)
+    with ferry.sanitize(pretend="cuda"):
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = nn.Linear(4, 3).to(device)
+        labels = torch.tensor([0, 1])
+        outputs = model(torch.randn(2, 4, device=device))
+        with pytest.raises(ferry.DeviceMismatchError) as caught:
+            nn.functional.cross_entropy(outputs, labels)
+    assert caught.value.fix == "labels = labels.to(device)"

@@ -236,6 +236,7 @@ class SanitizerMode(TorchFunctionMode):
             user_names.get(id(t)) or self.modules.tensor_name(t) or label for label, t in labelled
         ]  # the user's variable, else the module's parameter name, else the argument's position
         expected = self._expected_device({t.device for _, t in labelled_checked})
+        chosen = _device_variable(frame, expected)  # the script's own name for the device, for the fix
         passed = self._passed_on_the_wrong_device(labelled, expected)
         if passed is not None:  # an input the caller never moved: the caller's line is the one to fix
             where, frame = passed, None
@@ -248,9 +249,9 @@ class SanitizerMode(TorchFunctionMode):
             (name, str(t.device), tuple(t.shape), str(t.dtype).removeprefix("torch."))
             for name, (_, t) in zip(names, labelled, strict=True)
         ]
-        fix = self._fix(names, labelled, expected, user_names)
+        fix = self._fix(names, labelled, expected, user_names, chosen)
         if passed is not None:
-            fix = self._fix_input(labelled, expected)
+            fix = self._fix_input(labelled, expected, chosen)
         module_path = self.modules.path()
         op = _op(func)
         in_module = (
@@ -341,13 +342,13 @@ class SanitizerMode(TorchFunctionMode):
                 return stack.root_call
         return None
 
-    def _fix_input(self, labelled: list[tuple[str, Tensor]], expected: torch.device) -> str:
+    def _fix_input(self, labelled: list[tuple[str, Tensor]], expected: torch.device, chosen: str | None = None) -> str:
         stack = self.modules
         name = next(
             stack.root_inputs[id(t)] for _, t in labelled if id(t) in stack.root_inputs and t.device != expected
         )
         call = f"{stack.root_name or 'model'}({name})"
-        return f"{name} = {name}.to({str(expected)!r})  # before {call} at {stack.root_call}"
+        return f"{name} = {name}.to({chosen or repr(str(expected))})  # before {call} at {stack.root_call}"
 
     def _fix(
         self,
@@ -355,9 +356,12 @@ class SanitizerMode(TorchFunctionMode):
         labelled: list[tuple[str, Tensor]],
         expected: torch.device,
         user_names: dict[int, str],
+        chosen: str | None = None,
     ) -> str:
         reference = next((user_names[id(t)] for _, t in labelled if t.device == expected and id(t) in user_names), None)
-        to = f"{reference}.device" if reference else repr(str(expected))
+        # the script's own device variable, else a tensor already there; a literal 'cuda:0' only as the last resort
+        # (it would hard-code the device the script chose, FRY002)
+        to = chosen or (f"{reference}.device" if reference else repr(str(expected)))
         for name, (_, t) in zip(names, labelled, strict=True):
             if t.device == expected or (t.device.type == "cpu" and t.dim() == 0):
                 continue
@@ -516,6 +520,32 @@ def _labelled_tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator
             for j, item in enumerate(value):
                 if isinstance(item, Tensor):
                     yield f"{label}[{j}]", item
+
+
+def _device_variable(frame: FrameType | None, expected: torch.device) -> str | None:
+    """A variable of the user's code that holds ``expected`` (``device = torch.device("cuda" if ...)``), if any.
+
+    Local names first, then the module's; ``device`` before other names; a ``torch.device`` or a string naming it
+    (``"cuda"`` stands for ``cuda:0`` when that is the current device, as PyTorch reads it).
+    """
+    if frame is None:
+        return None
+
+    def holds(value: object) -> bool:
+        if isinstance(value, str):
+            try:
+                value = torch.device(value)
+            except (RuntimeError, ValueError):
+                return False
+        if not isinstance(value, torch.device) or value.type != expected.type:
+            return False
+        return value.index == expected.index or (value.index is None and expected.index in (None, 0))
+
+    for space in (frame.f_locals, frame.f_globals):
+        names = sorted((n for n, v in space.items() if not n.startswith("_") and holds(v)), key=lambda n: n != "device")
+        if names:
+            return names[0]
+    return None
 
 
 def _names_in(frame: FrameType | None) -> dict[int, str]:
