@@ -232,7 +232,7 @@ def test_pretend_cuda_mismatch_is_reported_with_the_fix():
     # x was passed to the model on the CPU: the caller's line is reported and fixed, not the op deep inside forward
     line = test_pretend_cuda_mismatch_is_reported_with_the_fix.__code__.co_firstlineno + 7
     assert caught.value.location == f"{__file__}:{line}"
-    assert caught.value.fix == f"x = x.to('cuda:0')  # before model(x) at {__file__}:{line}"
+    assert caught.value.fix == f"x = x.to('cuda:0')  # before model(...) at {__file__}:{line}"
     assert not torch.cuda.is_available()  # restored on exit
 
 

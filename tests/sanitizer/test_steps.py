@@ -143,3 +143,19 @@ def test_data_dependent_shapes_and_boolean_masks_are_host_syncs() -> None:
         x[0, 1:].sum()  # plain indexing: no sync
         x[mask] = 0.0  # a masked assignment
     assert [5] == [sum(report.host_syncs.values())]
+
+
+def test_a_grad_scalers_own_inf_check_is_not_listed_as_a_sync_per_step() -> None:
+    # GradScaler.step reads found_inf on the host by design: nothing in the user's code avoids it
+    with ferry.sanitize(pretend="cuda") as report:
+        model = nn.Linear(3, 2).cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler("cuda")
+        for _ in range(3):
+            loss = model(torch.randn(4, 3, device="cuda")).pow(2).mean()
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    assert 3 == report.optimizer_steps
+    assert {} == report.host_syncs_per_step()

@@ -9,6 +9,7 @@ frames, names and messages are only worked out once something is wrong.
 from __future__ import annotations
 
 import linecache
+import os
 import re
 import sys
 from collections import deque
@@ -347,7 +348,7 @@ class SanitizerMode(TorchFunctionMode):
         name = next(
             stack.root_inputs[id(t)] for _, t in labelled if id(t) in stack.root_inputs and t.device != expected
         )
-        call = f"{stack.root_name or 'model'}({name})"
+        call = f"{stack.root_name or 'model'}(...)"  # `model(inputs, hidden)`: the input may be any argument
         return f"{name} = {name}.to({chosen or repr(str(expected))})  # before {call} at {stack.root_call}"
 
     def _fix(
@@ -390,10 +391,20 @@ class SanitizerMode(TorchFunctionMode):
         return f"tensor = tensor.to({to})"  # pragma: no cover - a mismatch always has one tensor off ``expected``
 
     def _sync(self) -> None:
-        """Count a host sync at the user's line (a trainer's own syncs, in an installed package, are not theirs)."""
+        """Count a host sync at the user's line.
+
+        Not counted: a trainer's own syncs (in an installed package), and ``GradScaler.step``'s check for inf
+        gradients, which mixed precision needs (nothing in the user's code can avoid it).
+        """
         frame = user_frame(2)
-        if frame is not None and not installed(frame.f_code):
-            self.count_sync(source_line(frame))
+        if frame is None or installed(frame.f_code):
+            return
+        inner: FrameType | None = sys._getframe(2)
+        while inner is not None and inner is not frame:
+            if inner.f_code.co_filename.endswith(_GRAD_SCALER):
+                return
+            inner = inner.f_back
+        self.count_sync(source_line(frame))
 
     # --- CPU factories inside a forward ----------------------------------------------------------------------
 
@@ -442,6 +453,8 @@ class SanitizerMode(TorchFunctionMode):
         self.emit("device-less-tensor-in-forward", where, message, None, frame)
 
 
+#: torch's GradScaler (``torch/amp/grad_scaler.py``): its ``step`` reads the inf check on the host, by design.
+_GRAD_SCALER = os.path.join("amp", "grad_scaler.py")
 #: Factories with no ``device=`` argument: the fix moves their tensor.
 _NO_DEVICE = frozenset({"torch.from_numpy", "torch.frombuffer", "from_numpy", "frombuffer"})
 #: ``name = name.cuda()``, ``name = name.to(x.device)``, ``name = name.type_as(x)`` and the like, for a name.
