@@ -260,6 +260,11 @@ def device_guarded(ctx: FileContext, node: ast.AST, *, try_guards: bool = True) 
         return True
     child = node
     for above in ctx.ancestors(node):
+        if isinstance(above, ast.If | ast.IfExp) and child is not above.test:
+            side = _availability_side(ctx, above.test)
+            body = above.body if isinstance(above.body, list) else [above.body]
+            if side is not None and (child in body) != side:
+                return False  # the `else:` of `if torch.cuda.is_available():` runs only where there is no GPU
         if isinstance(above, ast.If | ast.While | ast.IfExp) and child is not above.test and memo.decision(above.test):
             return True
         if isinstance(above, ast.BoolOp):
@@ -281,6 +286,36 @@ def device_guarded(ctx: FileContext, node: ast.AST, *, try_guards: bool = True) 
             return True
         child = above
     return False
+
+
+def _availability_side(ctx: FileContext, test: ast.AST, _seen: dict[str, bool] | None = None) -> bool | None:
+    """Which side of ``test`` has CUDA.
+
+    ``True`` if ``test`` is an availability check (``torch.cuda.is_available()``, or a name bound only to one),
+    ``False`` if it is its negation, ``None`` for anything else (a flag, a comparison, a combination).
+    """
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _availability_side(ctx, test.operand, _seen)
+        return None if inner is None else not inner
+    if isinstance(test, ast.Call) and not test.args and ctx.call_name(test) in _CUDA_CHECKS:
+        return True
+    _seen = _seen or {}
+    if isinstance(test, ast.Name) and not _seen.get(test.id):
+        values = list(ctx.kinds.assigned_values(test.id))  # `use_cuda = torch.cuda.is_available()`
+        sides = {_availability_side(ctx, v, {**_seen, test.id: True}) for v in values}
+        return sides.pop() if len(sides) == 1 and values else None
+    return None
+
+
+#: Checks whose falsity means "no CUDA here" (no MPS may still mean CUDA).
+_CUDA_CHECKS = frozenset(
+    {
+        "torch.cuda.is_available",
+        "torch.cuda.device_count",
+        "torch.accelerator.is_available",
+        "torch.accelerator.device_count",
+    }
+)
 
 
 def parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[ast.arg, ast.expr | None]]:
