@@ -262,8 +262,8 @@ def device_guarded(ctx: FileContext, node: ast.AST, *, try_guards: bool = True) 
     for above in ctx.ancestors(node):
         if isinstance(above, ast.If | ast.IfExp) and child is not above.test:
             side = _availability_side(ctx, above.test)
-            body = above.body if isinstance(above.body, list) else [above.body]
-            if side is not None and (child in body) != side:
+            taken = above.body if isinstance(above.body, list) else [above.body]
+            if side is not None and (child in taken) != side:
                 return False  # the `else:` of `if torch.cuda.is_available():` runs only where there is no GPU
         if isinstance(above, ast.If | ast.While | ast.IfExp) and child is not above.test and memo.decision(above.test):
             return True
