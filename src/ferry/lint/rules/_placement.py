@@ -80,6 +80,7 @@ from ferry.lint.rules._placement_values import (
     bound_names,
     join,
     keeping_parameters,
+    keyed,
     line,
     merge,
     moves_items,
@@ -113,6 +114,11 @@ class _Analysis:
     reports: list[Report]
     tensor_moves: frozenset[ast.Call]
     device_numpy: dict[ast.Call, Val]
+
+
+def _handed(val: Val) -> Val:
+    """``val`` as a parameter of the callee sees it: a module keeps where it was built, nothing keeps its name."""
+    return replace(val, origin=val.origin if val.what == "module" else None, name=None)
 
 
 def _analyse(ctx: FileContext) -> _Analysis:
@@ -916,15 +922,18 @@ class _Flow(CallsMixin):
             kwargs = {k.arg: reader.ev(k.value) for k in site.keywords}
             readings = [(args, kwargs)]
         agreed: dict[str, Val] = {}
+        named = {*names, *(a.arg for a in init.args.kwonlyargs)}
         for i, (args, kwargs) in enumerate(readings):
             given = dict(zip(names, args, strict=False))
-            given.update({k: v for k, v in kwargs.items() if k is not None})
+            given.update({k: v for k, v in kwargs.items() if k is not None and k in named})
+            extra = {k: v for k, v in kwargs.items() if k is not None and k not in named}
             # a module built by the caller keeps where it was built (FRY007 is reported there)
-            given = {
-                k: replace(v, origin=v.origin if v.what == "module" else None, name=None) for k, v in given.items()
-            }
+            given = {k: _handed(v) for k, v in given.items()}
+            if init.args.kwarg is not None:  # `SimCLR(model=model, args=args)` into `__init__(self, **kwargs)`
+                given[init.args.kwarg.arg] = keyed(extra, [_handed(v) for v in extra.values()])
             agreed = given if i == 0 else {k: v for k, v in agreed.items() if given.get(k) == v}
-        return {k: v for k, v in agreed.items() if v.what in ("module", "device", "dataset", "loader", *TENSORISH)}
+        kept = ("module", "device", "dataset", "loader", *TENSORISH)
+        return {k: v for k, v in agreed.items() if v.what in kept or (v.what == "dict" and v.keys)}
 
     def record_construction(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> None:
         """Note what a construction of a plain class of the file passes (see :meth:`_constructed_with`)."""
@@ -1289,7 +1298,7 @@ class _Flow(CallsMixin):
             values = [self.ev(v) for v in node.values]
             if any(key is None for key in node.keys):
                 return Val("dict")
-            return Val("dict", element=agree(values))
+            return keyed(node.keys, values)
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             return self._comprehension(node)
         if isinstance(node, ast.NamedExpr):
@@ -1387,6 +1396,8 @@ class _Flow(CallsMixin):
         if owner.what in ("seq", "dict"):
             if isinstance(node.slice, ast.Slice):
                 return owner
+            if owner.keys and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                return owner.key(node.slice.value) or UNKNOWN  # `kwargs["model"]`, `sample["image"]`
             return owner.element or UNKNOWN
         return UNKNOWN
 

@@ -35,6 +35,7 @@ from ferry.lint.rules._placement_values import (
     agree,
     bound_names,
     kept_by,
+    keyed,
     line,
     short,
 )
@@ -400,6 +401,8 @@ class CallsMixin(DevicesMixin):
             return Val("tensor", where, scalar=source.scalar, dev=source.dev)
         if full in PASS_THROUGH and args:
             return args[0]  # deprecated `Variable(x)`: gives the tensor back, where it is
+        if full == "dict" and not args and node.keywords and all(k.arg is not None for k in node.keywords):
+            return keyed([k.arg for k in node.keywords], [kwargs[k.arg] for k in node.keywords])  # `dict(x=x, y=y)`
         if full in MASK_FACTORIES:  # made where `device=` says, else on the host
             where = self.device_where(device) if device is not None else made_here
             return Val("tensor", where, dev=self.segment(device) if device is not None else None)

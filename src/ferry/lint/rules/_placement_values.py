@@ -130,6 +130,8 @@ class Val:
             one built on the host: its other layers are on the device, that one is not.
         item: A ``"batch"`` that is one item of a collated tuple (``images`` of ``images, targets, lengths``): a
             tensor once its place is known, where a whole batch may still be a structure to unpack.
+        keys: For a ``"dict"`` whose keys are all strings known here (``{"image": x, "mask": y}``, the ``**kwargs``
+            a call passes): each key's value, read by ``d["image"]``.
     """
 
     what: str = "unknown"
@@ -149,6 +151,11 @@ class Val:
     wrapper: bool = False
     part: str | None = None
     item: bool = False
+    keys: tuple[tuple[str, Val], ...] = ()
+
+    def key(self, name: str) -> Val | None:
+        """The value of ``self[name]`` where this is a dict of known keys, else ``None``."""
+        return next((val for key, val in self.keys if key == name), None)
 
 
 UNKNOWN = Val()
@@ -171,6 +178,16 @@ def agree(vals: Iterable[Val]) -> Val:
     if all(v.what == first.what and v.where == first.where for v in vals):
         return Val(first.what, first.where, scalar=any(v.scalar for v in vals), dev=first.dev)
     return UNKNOWN
+
+
+def keyed(keys: Iterable[ast.expr | str | None], values: Iterable[Val]) -> Val:
+    """A dict of ``keys`` (expressions or names) to ``values``: keyed when every key is a string known here."""
+    pairs = list(zip(keys, values, strict=True))
+    names = [k if isinstance(k, str) else k.value if isinstance(k, ast.Constant) else None for k, _ in pairs]
+    element = agree(v for _, v in pairs)
+    if pairs and all(isinstance(n, str) for n in names) and len(set(names)) == len(names):
+        return Val("dict", element=element, keys=tuple((str(n), v) for n, (_, v) in zip(names, pairs, strict=True)))
+    return Val("dict", element=element)
 
 
 def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
@@ -202,7 +219,7 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         where = None
     if what == "seq" and a.items == b.items and a.element != b.element and NONE in (a.element, b.element):
         return Val("seq", element=b.element if a.element == NONE else a.element)  # empty on one path
-    if what in ("seq", "dict", "tuple") and (a.items != b.items or a.element != b.element):
+    if what in ("seq", "dict", "tuple") and (a.items != b.items or a.element != b.element or a.keys != b.keys):
         return Val(what)
     return Val(
         what,
