@@ -646,6 +646,27 @@ def test_batchnorm_model_scored_by_a_dice_product_with_integer_masks_is_reported
     assert [("inference-in-train-mode", line + 8)] == [(f.kind, f.where.line) for f in report.findings]
 
 
+def test_batchnorm_model_scored_by_a_multiclass_dice_of_one_hot_floats_is_reported():
+    # Pytorch-UNet's multi-class evaluate without net.eval(): both masks one-hot encoded and made float first
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        net = _norm_net()
+        _train_steps(net)
+        labels = torch.tensor([0, 1, 2, 1])
+        with torch.inference_mode():
+            predicted = net(torch.randn(4, 4))
+            truth = nn.functional.one_hot(labels, 3).permute(1, 0).float()
+            guess = nn.functional.one_hot(predicted.argmax(dim=1), 3).permute(1, 0).float()
+            dice = 2 * (guess[1:] * truth[1:]).sum() / (guess[1:].sum() + truth[1:].sum())
+        with torch.inference_mode():  # a product with float data that is not made from labels: not a score
+            sampled = net(torch.randn(4, 4))
+            scaled = sampled * torch.randn(4, 3).permute(1, 0).permute(1, 0)
+    assert dice.dim() == 0
+    assert scaled.shape == (4, 3)
+    line = test_batchnorm_model_scored_by_a_multiclass_dice_of_one_hot_floats_is_reported.__code__.co_firstlineno
+    assert [("inference-in-train-mode", line + 8)] == [(f.kind, f.where.line) for f in report.findings]
+
+
 class _PlainLayers(nn.Module):
     def __init__(self):
         super().__init__()

@@ -96,6 +96,8 @@ class TrainModeWatch:
         #: tensors computed from such an output (by id: tensors compare element-wise), with the call that made it
         #: (see :meth:`scored`)
         self.suspects: dict[int, tuple[weakref.ref[torch.Tensor], _Scored]] = {}
+        #: Floating tensors made from labels while suspects are watched (one-hot masks), see :meth:`_label`.
+        self.labels: dict[int, weakref.ref[torch.Tensor]] = {}
 
     def loaded(self, module: nn.Module) -> None:
         """``module.load_state_dict`` ran: it and its submodules got weights.
@@ -245,15 +247,16 @@ class TrainModeWatch:
         inputs = [a for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
         watched = [self._suspect(a) for a in inputs]
         found = next((w for w in watched if w is not None), None)
-        if found is None:
-            return
         name = getattr(func, "__name__", "")
+        if found is None:
+            self._follow_labels(name, inputs, result)
+            return
         others = [a for a, w in zip(inputs, watched, strict=True) if w is None]
-        labelled = name in _LABEL_ARITHMETIC and any(
-            not (a.is_floating_point() or a.is_complex()) and a.dim() > 0 for a in others
-        )  # `(input * target).sum()` with integer targets: a Dice score against labels
+        labelled = name in _LABEL_ARITHMETIC and any(self._label(a) for a in others)
+        # `(input * target).sum()` with integer targets, or with one-hot floats made from them: a Dice score
         if "loss" in name or name in _LOSSES or (name in _COMPARISONS and others) or labelled:
             self.suspects.clear()
+            self.labels.clear()
             model, where, layers, how = found
             shown = ", ".join(layers[:4]) + (f" and {len(layers) - 4} more" if len(layers) > 4 else "")
             self.emit(
@@ -268,6 +271,32 @@ class TrainModeWatch:
             )
             return
         self._watch(result, found)
+
+    def _label(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` holds labels.
+
+        Integers or booleans, or made from such a tensor by a reshaping or a conversion
+        (``F.one_hot(mask, n).permute(0, 3, 1, 2).float()``).
+        """
+        if tensor.dim() == 0:
+            return False
+        if not (tensor.is_floating_point() or tensor.is_complex()):
+            return True
+        entry = self.labels.get(id(tensor))
+        return entry is not None and entry() is tensor
+
+    def _follow_labels(self, name: str, inputs: list[torch.Tensor], result: Any) -> None:
+        """Mark what a reshaping or conversion of labels gives as labels too (see :meth:`_label`)."""
+        if name not in _LABEL_KEEPING or not inputs or not self._label(inputs[0]):
+            return
+        if len(self.labels) > _WATCHED:
+            self.labels = {k: v for k, v in self.labels.items() if v() is not None}
+            if len(self.labels) > _WATCHED:
+                self.labels.clear()
+                return
+        for leaf in tree_leaves(result):
+            if isinstance(leaf, torch.Tensor) and (leaf.is_floating_point() or leaf.is_complex()):
+                self.labels[id(leaf)] = weakref.ref(leaf)
 
     def _suspect(self, tensor: torch.Tensor) -> _Scored | None:
         entry = self.suspects.get(id(tensor))
@@ -329,5 +358,12 @@ _LOSSES = frozenset(
 #: Arithmetic that scores an output against labels when the other tensor holds integers or booleans (a Dice score's
 #: ``input * target`` with the masks as ``long``).
 _LABEL_ARITHMETIC = frozenset({"mul", "__mul__", "__rmul__", "sub", "__sub__", "__rsub__", "__and__", "logical_and"})
+#: Operations that keep labels labels: conversions, reshapings, one-hot encoding, slicing.
+_LABEL_KEEPING = frozenset(
+    """
+    one_hot to float double half bfloat16 type type_as permute view reshape flatten unflatten squeeze unsqueeze
+    transpose contiguous clone detach __getitem__ narrow select expand expand_as movedim chunk split unbind
+    """.split()
+)
 #: Comparisons that score an output against labels (``predicted.eq(targets)``, ``pred == y``).
 _COMPARISONS = frozenset({"eq", "ne", "__eq__", "__ne__", "equal", "isclose", "allclose"})
