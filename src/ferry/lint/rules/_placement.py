@@ -479,6 +479,7 @@ class _Flow(CallsMixin):
         self._globals: set[str] | None = None
         self._handled: set[str] | None = None
         self._instances: dict[ast.ClassDef, tuple[int, dict[str, Val]]] = {}
+        self._module_bound: set[str] | None = None
         #: what each construction of a plain class of the file passes (``Trainer(model, dataset)`` in ``main``), one
         #: entry per reading of the scope that makes it: for the instance's attributes (see :meth:`_constructed_with`)
         self.constructions: dict[ast.Call, list[tuple[list[Val], dict[str | None, Val]]]] = {}
@@ -495,6 +496,9 @@ class _Flow(CallsMixin):
         #: for each entry of ``call_sites``: the module's environment at that call, when the call is in the
         #: module's own code (``None`` for a call in a function)
         self.site_globals: dict[str, list[dict[str, Val] | None]] = {}
+        #: for each method of a plain class of the file: the parameters' values at each call on an instance built in
+        #: the file (``trainer = Trainer(...)``; ``trainer.train(loader)``), ``None`` where a call passes ``*args``
+        self.method_sites: dict[ast.AST, list[tuple[ast.Call, dict[str, Val]]] | None] = {}
         #: the globals the file's functions see (set once the module's code has been read)
         self.seeds: dict[str, Val] | None = None
         #: for a function read only for what it returns: the values of its ``return`` statements
@@ -633,6 +637,8 @@ class _Flow(CallsMixin):
         Only values of a kind the analysis tracks; no parameter values when some site is not known or some caller
         has not been read yet.
         """
+        if func in self.method_sites:
+            return self._method_contexts(func, done, seeds)
         if self.local_functions.get(func.name) is not func:
             return [({}, seeds)]
         sites = self.call_sites.get(func.name)
@@ -666,6 +672,67 @@ class _Flow(CallsMixin):
             if passable is not None:
                 merged[name] = passable
         return [(merged, seeds)]
+
+    def _method_contexts(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, done: set[ast.AST], seeds: dict[str, Val]
+    ) -> list[tuple[dict[str, Val], dict[str, Val]]]:
+        """:meth:`_contexts` of a plain class's method, from its calls on instances the file builds.
+
+        See :meth:`record_method_call`: one context per distinct call, when every calling scope has been read.
+        """
+        sites = self.method_sites.get(func)
+        if not sites:
+            return [({}, seeds)]
+        if not {self.ctx.enclosing_function(call) or self.ctx.tree for call, _ in sites} <= done:
+            return [({}, seeds)]
+        defaults = _literal_defaults(func)
+        distinct: dict[tuple[object, ...], tuple[dict[str, Val], dict[str, Val]]] = {}
+        for _, site in sites:
+            given = {name: val for name, val in ((n, _passable(n, v)) for n, v in site.items()) if val is not None}
+            given.update((name, val) for name, val in defaults.items() if name not in site)
+            distinct.setdefault(_context_key(given), (given, seeds))
+            if len(distinct) > _MAX_CONTEXTS:
+                return [({}, seeds)]
+        return list(distinct.values())
+
+    def record_method_call(
+        self, node: ast.Call, func: ast.Attribute, args: list[Val], kwargs: dict[str | None, Val]
+    ) -> None:
+        """Note what ``obj.method(...)`` passes where ``obj`` is an instance of a plain class of the file.
+
+        ``obj`` is a name bound once, to a construction of that class (``simclr = SimCLR(...)``), and the class
+        defines the method itself.
+        """
+        if self.returns is not None or (self.silent and self.silent != self.first_pass):
+            return
+        if not isinstance(func.value, ast.Name):
+            return
+        values = list(self.ctx.kinds.assigned_values(func.value.id))
+        if len(values) != 1 or not isinstance(values[0], ast.Call) or not isinstance(values[0].func, ast.Name):
+            return
+        cls = self.ctx.kinds.classes.get(values[0].func.id)
+        if cls is None or not self._plain_class(cls):
+            return
+        method = next(
+            (m for m in cls.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name == func.attr),
+            None,
+        )
+        if method is None or method.decorator_list:
+            return
+        params = [a.arg for a in [*method.args.posonlyargs, *method.args.args]][1:]  # after `self`
+        known = self.method_sites.setdefault(method, [])
+        if known is None:
+            return
+        if (
+            any(isinstance(a, ast.Starred) for a in node.args)
+            or any(k.arg is None for k in node.keywords)
+            or len(node.args) > len(params)
+        ):
+            self.method_sites[method] = None
+            return
+        given = dict(zip(params, (_handed(a) for a in args), strict=False))
+        given.update((k.arg, _handed(kwargs.get(k.arg, UNKNOWN))) for k in node.keywords if k.arg is not None)
+        known.append((node, given))
 
     def _calls_of(self, name: str) -> list[ast.Call]:
         return [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == name]
@@ -1557,6 +1624,7 @@ class _Flow(CallsMixin):
 
     def fix(self, val: Val, node: ast.AST, where: str) -> str:
         """How to move a host value: reassign its name, or move the expression where it is used."""
+        where = self._visible_device(where)
         if val.name is not None and val.origin is not None:
             return f"`{val.name} = {val.name}.to({where})`"
         if val.name is not None and isinstance(node, ast.Starred):
@@ -1566,6 +1634,38 @@ class _Flow(CallsMixin):
         text = f"`{short(self.segment(node))}.to({where})`"
         made = isinstance(node, ast.Call) and (self.ctx.call_name(node) or "").startswith("torch.")  # a factory
         return f"{text}, or make it with `device={where}`" if made else text
+
+    def _visible_device(self, where: str) -> str:
+        """``where`` as this scope can write it.
+
+        A device name bound elsewhere (``device`` in ``__init__``) is the attribute of this scope that holds the same
+        device (``self.device``), where one does.
+        """
+        scope = self.scope
+        if not where.isidentifier() or not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            return where
+        if where in bound_names(scope) or where in self._module_names():
+            return where
+        held = sorted(n for n, v in self.env.items() if v.what == "device" and v.where == DEVICE and "." in n)
+        return held[0] if len(held) == 1 else where
+
+    def _module_names(self) -> set[str]:
+        if self._module_bound is None:
+            found: set[str] = set()
+            stack: list[ast.AST] = list(self.ctx.tree.body)
+            while stack:  # names the module's own code binds (not inside functions or classes)
+                node = stack.pop()
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    found.add(node.name)
+                    continue
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    found.add(node.id)
+                elif isinstance(node, ast.Import | ast.ImportFrom):
+                    found.update((a.asname or a.name).split(".")[0] for a in node.names)
+                if not isinstance(node, ast.Lambda):
+                    stack.extend(ast.iter_child_nodes(node))
+            self._module_bound = found
+        return self._module_bound
 
     def report(self, code: str, node: ast.AST, message: str) -> None:
         """Record a finding (once per rule and line; not during the first, silent reading of a loop body)."""

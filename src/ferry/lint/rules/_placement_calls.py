@@ -110,6 +110,9 @@ class CallsMixin(DevicesMixin):
         def dataset(self, cls: ast.ClassDef) -> Val: ...
         def _peek(self, node: ast.expr) -> Val: ...
         def record_construction(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> None: ...
+        def record_method_call(
+            self, node: ast.Call, func: ast.Attribute, args: list[Val], kwargs: dict[str | None, Val]
+        ) -> None: ...
         def _mixes(self, node: ast.AST, left: Val, right: Val, left_node: ast.expr, right_node: ast.expr) -> bool: ...
 
     def call(self, node: ast.Call, top: bool) -> Val:
@@ -188,6 +191,8 @@ class CallsMixin(DevicesMixin):
 
     def _method(self, node: ast.Call, func: ast.Attribute, receiver: Val, args: Args, kwargs: Kwargs, top: bool) -> Val:
         method = func.attr
+        if receiver.what == "unknown":
+            self.record_method_call(node, func, args, kwargs)  # `trainer.train(loader)` on a plain class's instance
         owner = dotted(func.value)
         inner = func.value
         while owner is None and isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
@@ -519,6 +524,8 @@ class CallsMixin(DevicesMixin):
         :func:`moves_items`). A ``collate_fn`` of the file gives the batches what it returns; another one (nested in
         a function, a lambda, imported) may put them anywhere, so they are known only as that loop shows them.
         """
+        if self._pinned(node):
+            return Val("loader", HOST)  # `pin_memory=True` pins host tensors (a device tensor there is an error)
         collate = next((k.value for k in node.keywords if k.arg == "collate_fn"), None)
         if collate is not None:
             return self._collated(collate)
@@ -528,6 +535,30 @@ class CallsMixin(DevicesMixin):
         if dataset.what == "dataset":
             return Val("loader", dataset.where, items=dataset.items)
         return Val("loader")
+
+    def _pinned(self, node: ast.Call) -> bool:
+        """Whether a ``DataLoader(...)`` call pins its batches.
+
+        ``pin_memory=True``, directly or in the ``**kwargs`` dict it is given (``loader_args = dict(batch_size=8,
+        pin_memory=True)``, bound once).
+        """
+        for keyword in node.keywords:
+            value: ast.AST | None = keyword.value
+            if keyword.arg is None and isinstance(keyword.value, ast.Name):
+                values = list(self.ctx.kinds.assigned_values(keyword.value.id))
+                value = values[0] if len(values) == 1 else None
+                if isinstance(value, ast.Call) and self.ctx.call_name(value) == "dict" and not value.args:
+                    value = next((k.value for k in value.keywords if k.arg == "pin_memory"), None)
+                elif isinstance(value, ast.Dict):
+                    pairs = zip(value.keys, value.values, strict=True)
+                    value = next((v for k, v in pairs if isinstance(k, ast.Constant) and k.value == "pin_memory"), None)
+                else:
+                    value = None
+            elif keyword.arg != "pin_memory":
+                continue
+            if isinstance(value, ast.Constant) and value.value is True:
+                return True
+        return False
 
     def _collated(self, collate: ast.expr) -> Val:
         """A ``DataLoader`` whose ``collate_fn`` is a function of this file: its batches are what that returns.
