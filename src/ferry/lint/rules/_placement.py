@@ -258,6 +258,8 @@ def _passable(name: str, val: Val) -> Val | None:
         return replace(val, name=name)
     if val.what in ("any", *TENSORISH, "loader", "batch", "device"):
         return replace(val, origin=None, name=name)
+    if _numbers(val):
+        return Val("seq", element=NUMBER, name=name)  # numbers (`normalize(x, MEAN, STD)`): data for a factory
     if val.what == "tuple" and val.items:  # `train(model, (features, adj), labels)`: each item as it is
         items = tuple(_passable(f"{name}[{i}]", item) or UNKNOWN for i, item in enumerate(val.items))
         if any(item.what != "unknown" for item in items):
@@ -305,9 +307,20 @@ def _compare_side(test: ast.Compare) -> bool | None:
 
 
 def _seedable(val: Val) -> bool:
-    """Whether a module-level value is worth handing to the file's functions: placed, or a loader or dataset."""
+    """Whether a module-level value is worth handing to the file's functions.
+
+    Placed, a loader or dataset, or a list or tuple of numbers (``MEAN = (0.1307,)``: data a factory turns into a
+    host tensor).
+    """
     placed = val.what in ("module", "any", *TENSORISH, "device") and val.where is not None
-    return placed or val.what in ("loader", "dataset")
+    return placed or val.what in ("loader", "dataset") or _numbers(val)
+
+
+def _numbers(val: Val) -> bool:
+    """Whether ``val`` is a list or tuple of numbers."""
+    if val.what == "seq":
+        return val.element == NUMBER
+    return val.what == "tuple" and bool(val.items) and all(item == NUMBER for item in val.items)
 
 
 def _same_place(owner: Val, val: Val) -> bool:
