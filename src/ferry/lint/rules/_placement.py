@@ -493,6 +493,8 @@ class _Flow(CallsMixin):
         self._handled: set[str] | None = None
         self._instances: dict[ast.ClassDef, tuple[int, dict[str, Val]]] = {}
         self._module_bound: set[str] | None = None
+        self.later_pass = 0  # reading a loop's body as its second pass sees it (see `_second_pass`)
+        self._loops: list[ast.stmt] = []
         #: what each construction of a plain class of the file passes (``Trainer(model, dataset)`` in ``main``), one
         #: entry per reading of the scope that makes it: for the instance's attributes (see :meth:`_constructed_with`)
         self.constructions: dict[ast.Call, list[tuple[list[Val], dict[str | None, Val]]]] = {}
@@ -1191,11 +1193,47 @@ class _Flow(CallsMixin):
             self._loop_body(stmt, element)
             self.first_pass -= 1
             self.silent -= 1
-            entry = merge(before, self.env)
+            after_first = self.env
+            entry = merge(before, after_first)
         self.env = dict(entry)
         self._loop_body(stmt, element)
+        if self.loop_depth < 3:
+            self._second_pass(stmt, element, before, after_first, entry)
         self.env = merge(entry, self.env)
         self._block(stmt.orelse)
+
+    def _second_pass(
+        self,
+        stmt: ast.For | ast.AsyncFor | ast.While,
+        element: Val | None,
+        before: dict[str, Val],
+        after_first: dict[str, Val],
+        entry: dict[str, Val],
+    ) -> None:
+        """Read the body again as its second pass sees it, where a tensor it uses crosses from one side to the other.
+
+        ``decoder_input = decoder_input.to(device)`` before the loop and ``decoder_input = torch.LongTensor(...)`` at
+        the end of its body: the first pass gets the device tensor, every later one the host tensor (merged, the
+        two are unknown). Only the names that cross; what the body reports then is reported too.
+        """
+        carried = {
+            name: val
+            for name, val in after_first.items()
+            if val.what in TENSORISH
+            and name in before
+            and before[name].what in TENSORISH
+            and {before[name].where, val.where} == {HOST, DEVICE}
+        }
+        if not carried or any(isinstance(n, ast.Break | ast.Return | ast.Raise) for n in ast.walk(stmt)):
+            return
+        after = self.env
+        self.env = {**entry, **carried}
+        self.later_pass += 1
+        self._loops.append(stmt)
+        self._loop_body(stmt, element)
+        self._loops.pop()
+        self.later_pass -= 1
+        self.env = after
 
     def _loop_body(self, stmt: ast.For | ast.AsyncFor | ast.While, element: Val | None) -> None:
         self.loop_depth += 1
@@ -1686,4 +1724,7 @@ class _Flow(CallsMixin):
             return
         if self.silent and not (code in _FIRST_PASS_CODES and self.silent == self.first_pass):
             return  # a value meeting another on the loop's first pass meets it as it was before the loop
+        if self.later_pass and "; fix: " in message and (code, line(node)) not in self.found:
+            head, _, tail = message.partition("; fix: ")
+            message = f"{head} (from the second pass of the loop at line {line(self._loops[-1])} on); fix: {tail}"
         self.found.setdefault((code, line(node)), Report(code, node, message))
