@@ -772,6 +772,8 @@ class Flow:
         if not self.inputs(func):
             return
         items = value.elts if isinstance(value, ast.Tuple) else [value]
+        if not self._in_module_method(value) and any(self._raw_input(func, item) for item in items):
+            return  # `return b[0], b[1], torch.ones(b[1].size())`: unpacking a batch where it is, on the host
         for item in items:
             found = self.dev(item)
             if found is not None and found.where == "cpu":
@@ -780,6 +782,12 @@ class Flow:
                         inputs = sorted(self.inputs(func))
                         device = inputs[0] if len(inputs) == 1 else ""
                         self.meetings.setdefault(origin, Meeting(origin, value, "returned", device))
+
+    def _raw_input(self, func: ast.AST, item: ast.expr) -> bool:
+        """Whether ``item`` is a parameter of ``func`` or a part of one as it came (``b[0]``, ``batch.x``)."""
+        while isinstance(item, ast.Subscript | ast.Attribute):
+            item = item.value
+        return isinstance(item, ast.Name) and item.id in parameters(func)
 
     def stays_on_input(self, func: ast.AST, name: str) -> bool:
         """Whether every binding of ``name`` in ``func`` is a tensor on the input's device (``x = self.conv(x)``)."""
