@@ -710,44 +710,57 @@ class _Flow(CallsMixin):
                 return [({}, seeds)]
         return list(distinct.values())
 
-    def record_method_call(
-        self, node: ast.Call, func: ast.Attribute, args: list[Val], kwargs: dict[str | None, Val]
-    ) -> None:
-        """Note what ``obj.method(...)`` passes where ``obj`` is an instance of a plain class of the file.
+    def plain_method(self, func: ast.Attribute) -> ast.FunctionDef | None:
+        """The method ``obj.<name>`` calls where ``obj`` is an instance of a plain class of the file.
 
-        ``obj`` is a name bound once, to a construction of that class (``simclr = SimCLR(...)``), and the class
-        defines the method itself.
+        ``obj`` is a name bound only to constructions of that class (``simclr = SimCLR(...)``), and the class
+        defines the method itself, undecorated.
         """
-        if self.returns is not None or (self.silent and self.silent != self.first_pass):
-            return
         if not isinstance(func.value, ast.Name):
-            return
+            return None
         values = list(self.ctx.kinds.assigned_values(func.value.id))
-        if len(values) != 1 or not isinstance(values[0], ast.Call) or not isinstance(values[0].func, ast.Name):
-            return
-        cls = self.ctx.kinds.classes.get(values[0].func.id)
+        built = {v.func.id for v in values if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)}
+        if not values or len(built) != 1 or len(values) != sum(isinstance(v, ast.Call) for v in values):
+            return None  # every binding of the name, anywhere in the file, builds the same class
+        cls = self.ctx.kinds.classes.get(built.pop())
         if cls is None or not self._plain_class(cls):
-            return
-        method = next(
-            (m for m in cls.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name == func.attr),
-            None,
-        )
-        if method is None or method.decorator_list:
-            return
+            return None
+        method = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
+        return method if method is not None and not method.decorator_list else None
+
+    def record_method_call(
+        self, node: ast.Call, method: ast.FunctionDef, args: list[Val], kwargs: dict[str | None, Val]
+    ) -> set[ast.expr]:
+        """Note what a call of a plain class's ``method`` (see :meth:`plain_method`) passes.
+
+        Returns the arguments that the method may move or keep; the others it only reads.
+        """
         params = [a.arg for a in [*method.args.posonlyargs, *method.args.args]][1:]  # after `self`
+        owner = self.ctx.enclosing_class(method)
+        me = method.args.args[0].arg if method.args.args else "self"
+        siblings = {
+            f"{me}.{m.name}": m for m in (owner.body if owner is not None else []) if isinstance(m, ast.FunctionDef)
+        }
+        keeps = keeping_parameters(method, {**self.local_functions, **siblings}, self.reading_method)
+        escaping = {arg for name, arg in zip(params, node.args, strict=False) if name not in keeps}
+        escaping.update(k.value for k in node.keywords if k.arg not in keeps)
+        escaping.update(node.args[len(params) :])
+        if self.returns is not None or (self.silent and self.silent != self.first_pass):
+            return escaping
         known = self.method_sites.setdefault(method, [])
         if known is None:
-            return
+            return escaping
         if (
             any(isinstance(a, ast.Starred) for a in node.args)
             or any(k.arg is None for k in node.keywords)
             or len(node.args) > len(params)
         ):
             self.method_sites[method] = None
-            return
+            return escaping
         given = dict(zip(params, (_handed(a) for a in args), strict=False))
         given.update((k.arg, _handed(kwargs.get(k.arg, UNKNOWN))) for k in node.keywords if k.arg is not None)
         known.append((node, given))
+        return escaping
 
     def _calls_of(self, name: str) -> list[ast.Call]:
         return [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == name]
@@ -795,6 +808,9 @@ class _Flow(CallsMixin):
         local = bound_names(func)
         env = {k: v for k, v in seen.items() if "." not in k and k not in local and k not in params}
         env.update(params)
+        owner = self.ctx.enclosing_class(func) if bound else None
+        if owner is not None and func in owner.body and self._plain_class(owner):
+            env.update(self.instance_attributes(owner))  # `self.alpha_hat` as `__init__` leaves it
         key = (func, tuple(sorted((k, v.what, v.where, v.dev) for k, v in env.items())))
         if key in self._returned_memo:
             return self._returned_memo[key]
@@ -959,7 +975,7 @@ class _Flow(CallsMixin):
             if val.what == "module" and val.fresh and moved_locals:
                 continue
             if val.what in ("device", "dataset", "loader") or (
-                val.what in ("module", *TENSORISH) and attr not in handled
+                val.what in ("module", "any", *TENSORISH) and attr not in handled
             ):
                 found[name] = val
         self._instances[cls] = (seen, found)

@@ -110,9 +110,10 @@ class CallsMixin(DevicesMixin):
         def dataset(self, cls: ast.ClassDef) -> Val: ...
         def _peek(self, node: ast.expr) -> Val: ...
         def record_construction(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> None: ...
+        def plain_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
         def record_method_call(
-            self, node: ast.Call, func: ast.Attribute, args: list[Val], kwargs: dict[str | None, Val]
-        ) -> None: ...
+            self, node: ast.Call, method: ast.FunctionDef, args: list[Val], kwargs: dict[str | None, Val]
+        ) -> set[ast.expr]: ...
         def _mixes(self, node: ast.AST, left: Val, right: Val, left_node: ast.expr, right_node: ast.expr) -> bool: ...
 
     def call(self, node: ast.Call, top: bool) -> Val:
@@ -191,8 +192,11 @@ class CallsMixin(DevicesMixin):
 
     def _method(self, node: ast.Call, func: ast.Attribute, receiver: Val, args: Args, kwargs: Kwargs, top: bool) -> Val:
         method = func.attr
-        if receiver.what == "unknown":
-            self.record_method_call(node, func, args, kwargs)  # `trainer.train(loader)` on a plain class's instance
+        if receiver.what == "unknown" and (plain := self.plain_method(func)) is not None:
+            # `trainer.train(loader)` on a plain class's instance: the method sees what the call passes, may move or
+            # keep only what it does not just read, and returns what its body gives
+            self._escape(node, only=self.record_method_call(node, plain, args, kwargs))
+            return self.method_returned(plain, node, args, kwargs)
         owner = dotted(func.value)
         inner = func.value
         while owner is None and isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
@@ -406,6 +410,9 @@ class CallsMixin(DevicesMixin):
             return Val("tensor", where, scalar=source.scalar, dev=source.dev)
         if full in PASS_THROUGH and args:
             return args[0]  # deprecated `Variable(x)`: gives the tensor back, where it is
+        if full in ("copy.deepcopy", "copy.copy") and len(args) == 1:
+            # a copy where the original is (an EMA model: `copy.deepcopy(model)`); the original stays where it was
+            return replace(args[0], origin=None, name=None, fresh=False) if args[0].what != "unknown" else UNKNOWN
         if full == "dict" and not args and node.keywords and all(k.arg is not None for k in node.keywords):
             return keyed([k.arg for k in node.keywords], [kwargs[k.arg] for k in node.keywords])  # `dict(x=x, y=y)`
         if full in MASK_FACTORIES:  # made where `device=` says, else on the host
@@ -633,6 +640,8 @@ class CallsMixin(DevicesMixin):
             first = args[0].element  # `torch.cat(text_list)` of a list the code appended tensors to
         else:
             first = next((a for a in [*args, *kwargs.values()] if a.what in TENSORISH), None)
+            if first is None and args and args[0].what == "any" and not args[0].inplace and args[0].where:
+                first = replace(args[0], what="tensor")  # `torch.cumprod(self.alpha, 0)`: a moved value is a tensor
         if first is None or first.what not in TENSORISH:
             return UNKNOWN
         return Val("tensor", first.where, scalar=first.scalar or name in REDUCTIONS, dev=first.dev)

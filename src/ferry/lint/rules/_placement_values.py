@@ -286,7 +286,7 @@ def line(node: ast.AST) -> int:
     return getattr(node, "lineno", 0)
 
 
-_KEEPS: weakref.WeakKeyDictionary[ast.AST, dict[tuple[bool, bool], frozenset[str]]] = weakref.WeakKeyDictionary()
+_KEEPS: weakref.WeakKeyDictionary[ast.AST, dict[tuple[object, ...], frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
 def keeping_parameters(
@@ -301,7 +301,7 @@ def keeping_parameters(
     module nor keep it (``model.train()``, ``model(x)``, ``model.parameters()``, a method ``reading(name)`` says
     only reads), or handed to a function of ``local`` (the file's functions) that only reads it in turn.
     """
-    key = (local is not None, reading is not None)
+    key = (local is not None, reading is not None, tuple(sorted(k for k in local or () if "." in k)))
     known = _KEEPS.setdefault(func, {})
     if key in known and not _seen:
         return known[key]
@@ -344,14 +344,23 @@ def kept_by(
 ) -> bool:
     """Whether ``call`` hands ``arg`` to a function of ``local`` that only reads that parameter.
 
-    ``local``: the file's functions (see :func:`keeping_parameters`).
+    ``local``: the file's functions (see :func:`keeping_parameters`), and a class's methods as ``self.<name>``
+    (then the first parameter is ``self``, which no call passes).
     """
-    if local is None or not isinstance(call.func, ast.Name) or call.func.id not in local:
+    if local is None:
         return False
-    callee = local[call.func.id]
+    func = call.func
+    name = (
+        f"{func.value.id}.{func.attr}" if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+    )
+    if isinstance(func, ast.Name):
+        name = func.id
+    if name not in local:
+        return False
+    callee = local[name]
     if callee in seen or len(seen) > 4:
         return False
-    params = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args]]
+    params = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args]][1 if "." in name else 0 :]
     keeps = keeping_parameters(callee, local, reading, seen)
     for i, given in enumerate(call.args):
         if given is arg:
