@@ -1599,6 +1599,9 @@ class _Flow(CallsMixin):
                 owner = self._peek(func.value)
                 if owner.what == "dict" and owner.element is not None:
                     return owner.element if func.attr == "values" else Val("tuple", items=(UNKNOWN, owner.element))
+            relayed = self._relayed(iterable)
+            if relayed is not None:  # `metric_logger.log_every(data_loader, 10)`: the loader's batches
+                return self._element(relayed, self._peek(relayed))
             return UNKNOWN
         if val.what == "seq":
             return val.element or UNKNOWN
@@ -1607,6 +1610,54 @@ class _Flow(CallsMixin):
         if val.what in TENSORISH:
             return replace(val, what="tensor", scalar=True, origin=None)
         return UNKNOWN
+
+    def _relayed(self, call: ast.Call) -> ast.expr | None:
+        """The argument whose items a generator of the file yields as they come, else ``None``.
+
+        A function or a plain class's method whose only ``yield`` statements are ``yield obj`` inside ``for obj in
+        <parameter>:`` or ``for i, obj in enumerate(<parameter>):`` (a logger or progress wrapper around a loader).
+        """
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in self.local_functions:
+            generator: ast.FunctionDef | ast.AsyncFunctionDef | None = self.local_functions[func.id]
+            offset = 0
+        elif isinstance(func, ast.Attribute):
+            generator, offset = self.plain_method(func), 1
+        else:
+            return None
+        if generator is None or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        yields = [n for n in ast.walk(generator) if isinstance(n, ast.Yield | ast.YieldFrom)]
+        params = [a.arg for a in [*generator.args.posonlyargs, *generator.args.args]][offset:]
+        source: str | None = None
+        for node in yields:
+            loop = next((a for a in self.ctx.ancestors(node) if isinstance(a, ast.For)), None)
+            if not isinstance(node, ast.Yield) or not isinstance(node.value, ast.Name) or loop is None:
+                return None
+            target, over = loop.target, loop.iter
+            if (  # `for i, obj in enumerate(iterable): yield obj`
+                isinstance(over, ast.Call)
+                and self.ctx.call_name(over) == "enumerate"
+                and len(over.args) == 1
+                and isinstance(target, ast.Tuple)
+                and len(target.elts) == 2
+            ):
+                target, over = target.elts[1], over.args[0]
+            if (
+                not isinstance(target, ast.Name)
+                or target.id != node.value.id
+                or not isinstance(over, ast.Name)
+                or over.id not in params
+                or source not in (None, over.id)
+            ):
+                return None
+            source = over.id
+        if source is None:
+            return None
+        index = params.index(source)
+        if index < len(call.args):
+            return call.args[index]
+        return next((k.value for k in call.keywords if k.arg == source), None)
 
     def _peek(self, node: ast.expr) -> Val:
         """The value of a name or attribute chain, without reporting anything (for arguments already evaluated)."""

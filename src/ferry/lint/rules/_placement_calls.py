@@ -410,6 +410,11 @@ class CallsMixin(DevicesMixin):
             return Val("tensor", where, scalar=source.scalar, dev=source.dev)
         if full in PASS_THROUGH and args:
             return args[0]  # deprecated `Variable(x)`: gives the tensor back, where it is
+        if full in ("list", "tuple") and len(args) == 1 and not node.keywords:
+            if args[0].what == "seq":  # `list(image.to(device) for image in images)`: the same items
+                return replace(args[0], origin=None, name=None)
+            if args[0].what == "tuple" and args[0].items:
+                return Val("seq", element=agree(args[0].items))
         if full in ("copy.deepcopy", "copy.copy") and len(args) == 1:
             # a copy where the original is (an EMA model: `copy.deepcopy(model)`); the original stays where it was
             return replace(args[0], origin=None, name=None, fresh=False) if args[0].what != "unknown" else UNKNOWN
@@ -756,6 +761,11 @@ class CallsMixin(DevicesMixin):
             nodes = [node.args[0]] * len(args)
         elif not nodes or isinstance(nodes[0], ast.Starred):
             return Val("output", module.where, dev=module.dev) if module.where == DEVICE else UNKNOWN
+        element = args[0].element if args and args[0].what == "seq" else None
+        listed = element is not None and element.what in TENSORISH
+        if element is not None and listed:
+            # `model(images)` with a list of image tensors (torchvision's detection models): each is an input
+            args = [replace(element, origin=args[0].origin, name=args[0].name), *args[1:]]
         first, first_node = args[0], nodes[0]
         callee = self.label(module, node.func)
         if module.wrapper and module.where == DEVICE:
@@ -771,11 +781,16 @@ class CallsMixin(DevicesMixin):
                 name = self.label(first, first_node)
                 where = module.dev or "device"
                 moved = f" (line {module.moved_at})" if module.moved_at else ""
+                fix = self.fix(first, first_node, where)
+                if listed and first is args[0]:
+                    items = f"`{name} = [t.to({where}) for t in {name}]`"
+                    fix = items if first.name is not None else f"move each tensor of `{name}` with `.to({where})`"
+                what = "holds tensors on the host" if listed and first is args[0] else "is on the host"
                 self.report(
                     "FRY006",
                     first.origin or first_node,
-                    f"`{name}` is on the host and never moved, but `{callee}` is on `{where}`{moved} and gets it at "
-                    f"line {line(node)}; fix: {self.fix(first, first_node, where)}",
+                    f"`{name}` {what} and never moved, but `{callee}` is on `{where}`{moved} and gets it at "
+                    f"line {line(node)}; fix: {fix}",
                 )
             return Val("output", DEVICE, dev=module.dev)
         if module.where != HOST:

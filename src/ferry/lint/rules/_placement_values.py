@@ -254,16 +254,17 @@ def merge(a: dict[str, Val], b: dict[str, Val], available: Callable[[], bool] | 
 def moves_items(loop: ast.For | ast.AsyncFor | ast.comprehension, body: list[ast.stmt] | None) -> bool:
     """Whether the loop's body moves some of the names its target binds.
 
-    ``x.to(device)``, ``batch[0].cuda()``, ``y = Y.T.reshape(-1)`` then ``y.to(device)``: its author knows the
-    loader's items arrive on the host.
+    ``x.to(device)``, ``batch[0].cuda()``, ``y = Y.T.reshape(-1)`` then ``y.to(device)``, ``[{k: v.to(device) for
+    k, v in t.items()} for t in targets]``: its author knows the loader's items arrive on the host.
     """
     names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-    assigns = [n for stmt in body or () for n in ast.walk(stmt) if isinstance(n, ast.Assign)]
-    for _ in range(2):  # names made from the items (`y = Y.T.reshape(-1)`) hold them too
+    assigns = [n for stmt in body or () for n in ast.walk(stmt) if isinstance(n, ast.Assign | ast.comprehension)]
+    for _ in range(3):  # names made from the items (`y = Y.T.reshape(-1)`, `for k, v in t.items()`) hold them too
         for assign in assigns:
-            if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(assign.value)):
-                targets = [t for target in assign.targets for t in ast.walk(target) if isinstance(t, ast.Name)]
-                names |= {t.id for t in targets}
+            value = assign.iter if isinstance(assign, ast.comprehension) else assign.value
+            if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(value)):
+                bound = [assign.target] if isinstance(assign, ast.comprehension) else assign.targets
+                names |= {t.id for target in bound for t in ast.walk(target) if isinstance(t, ast.Name)}
     for stmt in body or ():
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
