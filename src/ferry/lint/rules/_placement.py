@@ -518,6 +518,8 @@ class _Flow(CallsMixin):
         self.seeds: dict[str, Val] | None = None
         #: for a function read only for what it returns: the values of its ``return`` statements
         self.returns: list[Val] | None = None
+        #: a generator read for what it yields: ``returns`` collects the ``yield`` values instead
+        self.yielding = False
         self.depth = 0  # how many calls deep this reading of a function is
         self._returned_memo: dict[tuple[object, ...], Val] = {}
         #: moves written as statements on values known to be tensors (see :func:`tensor_moves`)
@@ -791,10 +793,18 @@ class _Flow(CallsMixin):
         args: list[Val],
         kwargs: dict[str | None, Val],
         bound: bool = False,
+        yields: bool = False,
     ) -> Val:
-        """:meth:`returned` of ``func``; ``bound``: a method, whose first parameter (``self``) no call passes."""
+        """:meth:`returned` of ``func``; ``bound``: a method, whose first parameter (``self``) no call passes.
+
+        ``yields``: what a generator yields (an item of what it gives), instead.
+        """
         generator = any(isinstance(n, ast.Yield | ast.YieldFrom | ast.Await) for n in ast.walk(func))
-        if self.depth >= _MAX_DEPTH or generator:
+        if yields:
+            plain = any(isinstance(n, ast.Yield) for n in ast.walk(func))
+            if not plain or any(isinstance(n, ast.YieldFrom | ast.Await) for n in ast.walk(func)):
+                return UNKNOWN
+        if self.depth >= _MAX_DEPTH or (generator and not yields):
             return UNKNOWN
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return UNKNOWN
@@ -811,11 +821,11 @@ class _Flow(CallsMixin):
         owner = self.ctx.enclosing_class(func) if bound else None
         if owner is not None and func in owner.body and self._plain_class(owner):
             env.update(self.instance_attributes(owner))  # `self.alpha_hat` as `__init__` leaves it
-        key = (func, tuple(sorted((k, v.what, v.where, v.dev) for k, v in env.items())))
+        key = (func, yields, tuple(sorted((k, v.what, v.where, v.dev) for k, v in env.items())))
         if key in self._returned_memo:
             return self._returned_memo[key]
         self._returned_memo[key] = UNKNOWN  # recursion guard
-        vals = self.returns_of(func, env)
+        vals = self.returns_of(func, env, yields=yields)
         result = UNKNOWN
         if vals:
             result = vals[0]
@@ -831,9 +841,15 @@ class _Flow(CallsMixin):
         self._returned_memo[key] = result
         return result
 
-    def returns_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Val]) -> list[Val]:
-        """The values of ``func``'s ``return`` statements, its body read with ``env`` one call deeper (no reports)."""
+    def returns_of(
+        self, func: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Val], yields: bool = False
+    ) -> list[Val]:
+        """The values of ``func``'s ``return`` statements, its body read with ``env`` one call deeper (no reports).
+
+        ``yields``: the values of its ``yield`` statements instead.
+        """
         reader = _Flow(self.ctx)
+        reader.yielding = yields
         reader.local_functions = self.local_functions
         reader.seeds = self.seeds
         reader.depth = self.depth + 1
@@ -1063,7 +1079,9 @@ class _Flow(CallsMixin):
             for item in stmt.value.elts:  # `data.to(device), target.to(device)`: each a statement of its own
                 self.ev(item, top=True)
         elif isinstance(stmt, ast.Expr):
-            self.ev(stmt.value, top=True)
+            val = self.ev(stmt.value, top=True)
+            if isinstance(stmt.value, ast.Yield) and self.yielding and self.returns is not None and not self.silent:
+                self.returns.append(self.ev(stmt.value.value) if stmt.value.value is not None else NONE)
         elif isinstance(stmt, ast.Assign):
             val = self.ev(stmt.value)
             for target in stmt.targets:
@@ -1078,7 +1096,7 @@ class _Flow(CallsMixin):
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     val = self.ev(child)
-            if isinstance(stmt, ast.Return) and self.returns is not None and not self.silent:
+            if isinstance(stmt, ast.Return) and self.returns is not None and not self.silent and not self.yielding:
                 self.returns.append(val)
             return True
         elif isinstance(stmt, ast.Break | ast.Continue):
@@ -1519,6 +1537,8 @@ class _Flow(CallsMixin):
             return replace(owner, what="tensor", scalar=owner.scalar or not keeps_rank)
         if owner.what == "batch":  # `batch[0]`, `batch["input_ids"]`
             return Val("tensor", owner.where)
+        if owner.what == "unknown" and index.what in TENSORISH and not index.scalar:
+            return Val("tensor")  # `inputs[excerpt]` with a tensor of indices: a tensor (or an array), not a module
         if owner.what == "dataset" and not isinstance(node.slice, ast.Slice) and (owner.items or owner.where):
             # `test_data[0]`: one item of a TensorDataset, where its tensors are
             return Val("tuple", items=owner.items) if owner.items else Val("batch", owner.where)
@@ -1602,7 +1622,7 @@ class _Flow(CallsMixin):
             relayed = self._relayed(iterable)
             if relayed is not None:  # `metric_logger.log_every(data_loader, 10)`: the loader's batches
                 return self._element(relayed, self._peek(relayed))
-            return UNKNOWN
+            return self._yielded(iterable)
         if val.what == "seq":
             return val.element or UNKNOWN
         if val.what == "tuple":
@@ -1610,6 +1630,44 @@ class _Flow(CallsMixin):
         if val.what in TENSORISH:
             return replace(val, what="tensor", scalar=True, origin=None)
         return UNKNOWN
+
+    def _yielded(self, call: ast.Call) -> Val:
+        """What a generator of the file (a function, or a plain class's method) yields for this call.
+
+        ``for X, Y in data.get_batches(inputs, targets, batch_size)``: each ``yield Variable(X), Variable(Y)``.
+        """
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in self.local_functions:
+            generator: ast.FunctionDef | ast.AsyncFunctionDef | None = self.local_functions[func.id]
+            bound = False
+        elif isinstance(func, ast.Attribute):
+            generator, bound = self._generator_method(func), True
+        else:
+            return UNKNOWN
+        if generator is None:
+            return UNKNOWN
+        args = [self._peek(a) for a in call.args if not isinstance(a, ast.Starred)]
+        kwargs = {k.arg: self._peek(k.value) for k in call.keywords}
+        return self._returned_by(generator, call, args, kwargs, bound=bound, yields=True)
+
+    def _generator_method(self, func: ast.Attribute) -> ast.FunctionDef | None:
+        """``obj.method`` of a plain class of the file (see :meth:`plain_method`), or the class's own ``self.<m>``."""
+        found = self.plain_method(func)
+        if found is None and isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls = self.ctx.enclosing_class(self.scope) if isinstance(self.scope, ast.FunctionDef) else None
+            found = next(
+                (m for m in (cls.body if cls else []) if isinstance(m, ast.FunctionDef) and m.name == func.attr), None
+            )
+        if found is None:  # `data.get_batches(...)`: the one generator of that name among the file's classes
+            named = [
+                m
+                for cls in self.ctx.kinds.classes.values()
+                for m in cls.body
+                if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name == func.attr
+            ]
+            if len(named) == 1 and isinstance(named[0], ast.FunctionDef) and not named[0].decorator_list:
+                found = named[0]
+        return found
 
     def _relayed(self, call: ast.Call) -> ast.expr | None:
         """The argument whose items a generator of the file yields as they come, else ``None``.
