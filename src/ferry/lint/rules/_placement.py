@@ -337,6 +337,18 @@ def _same_place(owner: Val, val: Val) -> bool:
 _CHANGING = MOVES | {"load_state_dict", "apply", "_apply"}
 
 
+def _changing(call: ast.Call) -> bool:
+    """Whether ``x.<method>(...)`` may change where ``x``'s parameters are.
+
+    Moves, ``apply``/``_apply``, and ``load_state_dict(..., assign=True)`` (which takes the loaded tensors as they
+    are); a plain ``load_state_dict`` copies values into the tensors the module has, wherever they are.
+    """
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in _CHANGING:
+        return False
+    return func.attr != "load_state_dict" or any(k.arg == "assign" or k.arg is None for k in call.keywords)
+
+
 def _instance_uses(cls: ast.ClassDef, init: ast.AST, ctx: FileContext) -> tuple[set[str], set[str]]:
     """The ``self.<attr>`` that methods other than ``init`` rebind, and those they may move or hand on.
 
@@ -356,7 +368,7 @@ def _instance_uses(cls: ast.ClassDef, init: ast.AST, ctx: FileContext) -> tuple[
                     rebound.add(node.attr)
             elif isinstance(node, ast.Call):
                 func = node.func
-                if isinstance(func, ast.Attribute) and func.attr in _CHANGING:
+                if isinstance(func, ast.Attribute) and _changing(node):
                     owner = func.value
                     if isinstance(owner, ast.Attribute) and dotted(owner.value) == "self":
                         handled.add(owner.attr)
@@ -404,7 +416,7 @@ def _instance_uses(cls: ast.ClassDef, init: ast.AST, ctx: FileContext) -> tuple[
                 and ours(node.value)
             ):
                 handled.add(node.attr)  # `trainer.model = ...`
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CHANGING:
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _changing(node):
                 owner = node.func.value
                 if isinstance(owner, ast.Attribute) and owner.attr in own and ours(owner.value):
                     handled.add(owner.attr)
@@ -979,7 +991,7 @@ class _Flow(CallsMixin):
         moved_locals = any(  # `self.model = model; model.to(device)`: a local moved after it was kept
             isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
-            and n.func.attr in _CHANGING
+            and _changing(n)
             and isinstance(n.func.value, ast.Name)
             for n in ast.walk(init)
         )

@@ -105,7 +105,13 @@ class DevicesMixin:
         self._busy.add(name)
         try:
             values = self.ctx.kinds.assigned_values(name)[:8]
-            found = [self.device_where(v, pure=True) for v in values if isinstance(v, ast.expr)]
+            # an integer is a CUDA ordinal where it is used as a device (`.to(0)`), but a name bound to one is a
+            # device only when its name says so (`gpu_id = 0`, not `K_epochs = 10`)
+            found = [
+                self.device_where(v, pure=True)
+                for v in values
+                if isinstance(v, ast.expr) and (named or not _integer(v))
+            ]
         finally:
             self._busy.discard(name)
         if DEVICE in found:
@@ -113,6 +119,10 @@ class DevicesMixin:
         if found and all(f == HOST for f in found):
             return HOST
         return DEVICE if named else None
+
+
+def _integer(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)
 
 
 def _constant_where(value: object) -> str | None:
