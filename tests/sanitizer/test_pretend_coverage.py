@@ -457,6 +457,11 @@ def test_one_hot_ctc_quantile_combinations_and_type_as_run_as_on_a_gpu() -> None
         log_probs = torch.randn(6, 2, 4, device="cuda").log_softmax(2)
         targets = torch.randint(1, 4, (2, 3), device="cuda")
         assert CUDA0 == F.ctc_loss(log_probs, targets, torch.tensor([6, 6]), torch.tensor([3, 2])).device
+        # targets on the host, as floats (the AssemblyAI speech tutorial's `torch.Tensor(labels)`): PyTorch's native
+        # CUDA path converts them with `targets.to(log_probs.device, torch.long)`
+        host_targets = torch.tensor([[1.0, 2.0, 3.0], [2.0, 3.0, 1.0]])
+        assert CUDA0 == nn.CTCLoss()(log_probs, host_targets, torch.tensor([6, 6]), torch.tensor([3, 2])).device
+        assert CUDA0 == F.ctc_loss(log_probs, host_targets.long(), [6, 6], [3, 2]).device
         assert CUDA0 == torch.quantile(torch.randn(4, 5, device="cuda"), 0.5).device
         assert CUDA0 == torch.combinations(index).device
         # `type_as` is `self.type(other.type())`: a CPU tensor typed as a CUDA one moves to the GPU

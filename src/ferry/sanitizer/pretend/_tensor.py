@@ -59,9 +59,19 @@ def op_name(func: Any) -> str:
     return str(getattr(func, "__name__", ""))
 
 
+#: Of those, the ops that convert what they are given (``ctc_loss`` calls ``targets.to(log_probs.device(),
+#: kLong)`` on its native path, so float targets on the host work on a GPU too).
+_CONVERTED_HOST_ARGUMENTS = frozenset({"ctc_loss"})
+
+
 def host_arguments(func: Any, args: tuple[Any, ...]) -> frozenset[int]:
-    """The positions of ``args`` that ``func`` takes on the host on any device: CPU integer tensors only."""
-    positions = _HOST_ARGUMENTS.get(op_name(func), ())
+    """The positions of ``args`` that ``func`` takes on the host on any device: CPU integer tensors only.
+
+    ``ctc_loss`` also takes floating-point targets and lengths on the host, as PyTorch converts them itself.
+    """
+    name = op_name(func)
+    positions = _HOST_ARGUMENTS.get(name, ())
+    converted = name in _CONVERTED_HOST_ARGUMENTS
     return frozenset(
         i
         for i in positions
@@ -69,7 +79,7 @@ def host_arguments(func: Any, args: tuple[Any, ...]) -> frozenset[int]:
         and isinstance(args[i], torch.Tensor)
         and not isinstance(args[i], PretendTensor)
         and args[i].device.type == "cpu"
-        and not (args[i].is_floating_point() or args[i].is_complex() or args[i].dtype == torch.bool)
+        and (converted or not (args[i].is_floating_point() or args[i].is_complex() or args[i].dtype == torch.bool))
     )
 
 
