@@ -772,3 +772,34 @@ def test_a_mismatch_fix_moves_to_the_scripts_own_device_variable():
         with pytest.raises(ferry.DeviceMismatchError) as caught:
             nn.functional.cross_entropy(outputs, labels)
     assert caught.value.fix == "labels = labels.to(device)"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_cpu_integer_indices_made_in_a_forward_are_not_reported_but_a_float_tensor_is():
+    # DLRM's interaction: `li = torch.tensor([...])` then `Z[:, li, lj]`; CPU integer indices index a GPU tensor
+    class Interaction(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            z = torch.bmm(self.fc(x), self.fc(x).transpose(1, 2))
+            li = torch.tensor([i for i in range(4) for j in range(i)])
+            lj = torch.tensor([j for i in range(4) for j in range(i)])
+            return z[:, li, lj]
+
+    class Scaled(Interaction):
+        def forward(self, x):
+            scale = torch.tensor([2.0, 3.0, 4.0, 5.0])  # a float tensor used as a value, not an index
+            return self.fc(x)[0] * scale[None]
+
+    with ferry.sanitize(pretend="cuda") as report:
+        Interaction().cuda()(torch.randn(2, 4, 4, device="cuda"))
+    assert [] == report.findings
+    with (
+        ferry.sanitize(pretend="cuda") as report,
+        pytest.warns(ferry.SanitizerWarning, match=r"torch\.tensor built a CPU tensor"),
+        pytest.raises(ferry.DeviceMismatchError),
+    ):
+        Scaled().cuda()(torch.randn(2, 4, 4, device="cuda"))
+    assert "device-less-tensor-in-forward" in [f.kind for f in report.findings]

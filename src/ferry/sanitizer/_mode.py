@@ -422,14 +422,16 @@ class SanitizerMode(TorchFunctionMode):
         where = source_line(frame)
         self.created.append((func, where, frozenset(callers)))
         if self.modules.stack and result.dim() != 0:  # 0-dim CPU tensors mix with any device, as in PyTorch
-            self._check_factory(func, frame, where)
+            self._check_factory(func, frame, where, result)
 
-    def _check_factory(self, func: Any, frame: FrameType, where: SourceLine) -> None:
+    def _check_factory(self, func: Any, frame: FrameType, where: SourceLine, result: Tensor) -> None:
         own = self.modules.parameter_device()
         if own is None or own.type == "cpu":
             return
         if _moved_where_made(func, where.text) or _moved_further_down(frame, where):
             return  # `torch.arange(n).to(x.device)`: moved where it is made, as `ferry lint` (FRY005) lets pass
+        if not (result.is_floating_point() or result.is_complex()) and _index_only(frame, where):
+            return  # DLRM's `li = torch.tensor([...])` then `Z[:, li, lj]`: CPU indices into a GPU tensor work
         path = self.modules.path()
         module = f"`{path}`" if path else type(self.modules.current).__name__
         layer = _layer_being_built()
@@ -479,6 +481,29 @@ def _moved_further_down(frame: FrameType, where: SourceLine) -> bool:
         if pattern.search(linecache.getline(where.file, number, frame.f_globals)):
             return True
     return False
+
+
+def _index_only(frame: FrameType, where: SourceLine) -> bool:
+    """Whether the name that line ``where`` binds is used only inside ``[...]`` further down its function.
+
+    CPU integer tensors index GPU tensors (``Z[:, li, lj]``), as ``ferry lint`` (FRY005) lets pass.
+    """
+    bound = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", where.text)
+    if bound is None:
+        return False
+    name = bound.group(1)
+    uses = re.compile(rf"\b{re.escape(name)}\b")
+    code = frame.f_code
+    last = max((line for _, _, line in code.co_lines() if line is not None), default=where.line)
+    seen = False
+    for number in range(where.line + 1, last + 1):
+        text = linecache.getline(where.file, number, frame.f_globals).split("#", 1)[0]
+        for match in uses.finditer(text):
+            depth = text[: match.start()].count("[") - text[: match.start()].count("]")
+            if depth <= 0 or re.match(r"\s*=[^=]", text[match.end() :]):
+                return False  # used outside brackets, or bound again
+            seen = True
+    return seen
 
 
 def _moved_where_made(func: Any, text: str) -> bool:
