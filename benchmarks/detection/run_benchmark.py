@@ -87,6 +87,13 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("pointnet_modelnet_cls.py", "FRY003", 379): "torch.load(best_model.pth, weights_only=False), no map_location",
     ("sentiment_lstm_packed.py", "FRY003", 324): 'torch.load("lstm.pt") without map_location',
     ("snli_lstm_examples.py", "FRY004", 367): "torch.save(model, snapshot_path) of the whole model",
+    # held-out round 6: the DDPM's UNet classes default `device="cuda"` in `__init__` (a call that leaves it out fails
+    # without CUDA) and the author's inference snippet loads with torch.load(path) and no map_location; LSTNet saves
+    # the whole model with torch.save(model, f)
+    ("ddpm_conditional.py", "FRY002", 153): 'UNet.__init__(..., device="cuda") default',
+    ("ddpm_conditional.py", "FRY002", 243): 'UNet_conditional.__init__(..., device="cuda") default',
+    ("ddpm_conditional.py", "FRY003", 360): "torch.load(ema_ckpt.pt) without map_location",
+    ("lstnet_forecast.py", "FRY004", 369): "torch.save(model, f) of the whole model",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.
