@@ -291,14 +291,19 @@ def device_guarded(ctx: FileContext, node: ast.AST, *, try_guards: bool = True) 
 def _availability_side(ctx: FileContext, test: ast.AST, _seen: dict[str, bool] | None = None) -> bool | None:
     """Which side of ``test`` has CUDA.
 
-    ``True`` if ``test`` is an availability check (``torch.cuda.is_available()``, or a name bound only to one),
-    ``False`` if it is its negation, ``None`` for anything else (a flag, a comparison, a combination).
+    ``True`` if ``test`` is an availability check (``torch.cuda.is_available()``, or a name bound only to one), or
+    one joined with ``and`` to anything (``args.use_gpu and torch.cuda.is_available()``: its ``else`` is the CPU
+    path), ``False`` if it is its negation, ``None`` for anything else (a flag, a comparison, another combination).
     """
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         inner = _availability_side(ctx, test.operand, _seen)
         return None if inner is None else not inner
     if isinstance(test, ast.Call) and not test.args and ctx.call_name(test) in _CUDA_CHECKS:
         return True
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        # `args.use_gpu and torch.cuda.is_available()`: the body has CUDA; the `else:` is the CPU path (no GPU, or
+        # none asked for), where the program means to run without one
+        return True if any(_availability_side(ctx, v, _seen) is True for v in test.values) else None
     _seen = _seen or {}
     if isinstance(test, ast.Name) and not _seen.get(test.id):
         values = list(ctx.kinds.assigned_values(test.id))  # `use_cuda = torch.cuda.is_available()`
