@@ -695,6 +695,8 @@ class KindInference:
             return self.element(iterated)
         if full == "torch.device":
             return DEVICE
+        if full in ("copy.deepcopy", "copy.copy") and node.args:
+            return self.infer(node.args[0])  # an EMA model: `copy.deepcopy(model)` is a module as `model` is
         if full in LOADS:
             return LOADED
         if full in COMPILERS and node.args:

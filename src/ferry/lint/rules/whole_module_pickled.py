@@ -2,7 +2,9 @@
 
 ## What it does
 Finds ``torch.save`` called on an ``nn.Module`` itself, or on a checkpoint dict, list or tuple that holds one
-(``{"epoch": epoch, "model": model}``, also when built first and filled with ``state["model"] = model``). A value
+(``{"epoch": epoch, "model": model}``, also when built first and filled with ``state["model"] = model``); the same
+for an optimizer or a learning-rate scheduler known as one by what it was bound to (``torch.optim.Adam(...)``),
+whose pickle ``torch.load(weights_only=True)`` refuses as well. A value
 is a module by what it was bound to (``nn`` classes, classes of the file that subclass ``nn.Module``, model
 builders, ``self`` in a module's method), or, for a parameter whose callers are not in the file, by its name
 (``model``, ``net``, ``network``, ``*_model``, ``*_net``, ``netG``) when it is stored as it is; callers in the file
@@ -190,8 +192,36 @@ def _find_item_stores(ctx: FileContext) -> Stores:
     return stores
 
 
+def _stateful(ctx: FileContext, node: ast.expr) -> str | None:
+    """``"optimizer"`` or ``"scheduler"`` when ``node`` is one by what it was bound to (``torch.optim.Adam(...)``)."""
+    kind = ctx.kind(node)
+    return kind.name if kind is not None and kind.name in ("optimizer", "scheduler") else None
+
+
+def _pickled(ctx: FileContext, node: ast.expr) -> str | None:
+    """What whole object ``node`` is, if saving it pickles one: ``"module"``, ``"optimizer"``, ``"scheduler"``."""
+    return "module" if _module(ctx, node) else _stateful(ctx, node)
+
+
+def _held(ctx: FileContext, obj: ast.expr, at: ast.Call) -> Iterator[tuple[str, ast.expr, str]]:
+    """``(where, value, what)`` for each module, optimizer or scheduler held by the container ``obj``."""
+    literal = _literal(ctx, obj, at)
+    if isinstance(literal, ast.Dict):
+        for key, value in zip(literal.keys, literal.values, strict=True):
+            what = _stateful(ctx, value) if key is not None else None
+            if what is not None:
+                yield (f"key {ctx.segment(key)}", value, what)  # type: ignore[arg-type]
+    elif isinstance(literal, ast.List | ast.Tuple):
+        for i, item in enumerate(literal.elts):
+            what = None if isinstance(item, ast.Starred) else _stateful(ctx, item)
+            if what is not None:
+                yield (f"item {i}", item, what)
+    for where, value in _held_modules(ctx, obj, at):
+        yield (where, value, "module")
+
+
 def check(ctx: FileContext) -> Iterator[Finding]:
-    """Yield each ``torch.save`` of a module, or of a container holding one."""
+    """Yield each ``torch.save`` of a module, optimizer or scheduler, or of a container holding one."""
     if "save(" not in ctx.source:
         return
     for call in ctx.nodes(ast.Call):
@@ -199,22 +229,24 @@ def check(ctx: FileContext) -> Iterator[Finding]:
             continue
         obj = call.args[0]
         shown = ctx.segment(obj) if len(ctx.segment(obj)) <= 40 else "obj"
-        if _module(ctx, obj):
+        what = _pickled(ctx, obj)
+        if what is not None:
+            fresh = "model" if what == "module" else what
             yield Finding(
                 call,
-                message=f"`torch.save({shown}, ...)` pickles the whole module: loading needs its class at the same "
+                message=f"`torch.save({shown}, ...)` pickles the whole {what}: loading needs its class at the same "
                 f"import path and fails with weights_only=True; fix: `torch.save({shown}.state_dict(), ...)` and "
-                f"load it into a freshly built model",
+                f"load it into a freshly built {fresh}",
             )
             continue
         if isinstance(obj, ast.Dict | ast.List | ast.Tuple) and shown == "obj":
             shown = {ast.Dict: "dict", ast.List: "list", ast.Tuple: "tuple"}[type(obj)]
-        for where, value in _held_modules(ctx, obj, call):
+        for where, value, what in _held(ctx, obj, call):
             name = ctx.segment(value)
             yield Finding(
                 call,
-                message=f"the `{shown}` saved by `torch.save` holds the whole module `{name}` ({where}): loading needs "
-                f"its class at the same import path and fails with weights_only=True; fix: store "
+                message=f"the `{shown}` saved by `torch.save` holds the whole {what} `{name}` ({where}): loading "
+                f"needs its class at the same import path and fails with weights_only=True; fix: store "
                 f"`{name}.state_dict()` instead",
             )
             break
