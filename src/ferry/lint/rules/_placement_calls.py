@@ -640,7 +640,7 @@ class CallsMixin(DevicesMixin):
             and isinstance(node.args[0], ast.List | ast.Tuple | ast.ListComp)
             and args[0].what in ("seq", "tuple")
         ):
-            first = args[0].element if args[0].what == "seq" else agree(args[0].items)
+            first = args[0].element if args[0].what == "seq" else _on_device(args[0].items) or agree(args[0].items)
         elif name in _SEQUENCE_FUNCTIONS and args and args[0].what == "seq":
             first = args[0].element  # `torch.cat(text_list)` of a list the code appended tensors to
         else:
@@ -1190,6 +1190,16 @@ def _holds_parameters(ctx: FileContext, call: ast.Call, depth: int = 0) -> bool:
         inner = [n for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a)]
         return any(isinstance(n, ast.Call) and _holds_parameters(ctx, n, depth + 1) for n in inner)
     return False
+
+
+def _on_device(items: tuple[Val | None, ...]) -> Val | None:
+    """A tensor on the device when one of the tensors ``items`` combines is there (with any other, it raises).
+
+    ``torch.cat((predict, output))`` where ``predict`` starts as ``None`` before a loop (LSTNet's evaluation) and
+    ``output`` is a device model's output: whatever ``predict`` was, the result is on the device.
+    """
+    found = next((v for v in items if v is not None and v.what in TENSORISH and v.where == DEVICE), None)
+    return None if found is None else Val("tensor", DEVICE, dev=found.dev)
 
 
 #: Combining functions that take their tensors as one sequence (``torch.cat((a, b))``).

@@ -193,8 +193,9 @@ def keyed(keys: Iterable[ast.expr | str | None], values: Iterable[Val]) -> Val:
 def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
     """The value after two branches; ``available()``: whether the branches decide on CUDA availability.
 
-    Host in one branch and device in the other is the device when the branches decide on availability (``if
-    torch.cuda.is_available(): x = x.cuda()`` moves to the chosen device), unknown otherwise.
+    Host (or a place not known) in one branch and device in the other is the device when the branches decide on
+    availability or a device flag (``if torch.cuda.is_available(): x = x.cuda()``, ``if self.cuda: X = X.cuda()``
+    move to the chosen device on a GPU run), unknown otherwise.
     """
     if a is b or a == b:
         return a
@@ -212,8 +213,8 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
     pick = a
     if a.where == b.where:
         where = a.where
-    elif {a.where, b.where} == {HOST, DEVICE} and available is not None and available():
-        where = DEVICE
+    elif {a.where, b.where} in ({HOST, DEVICE}, {None, DEVICE}) and available is not None and available():
+        where = DEVICE  # host (or not known) in one branch, the device in the other: the GPU run takes the move
         pick = a if a.where == DEVICE else b
     else:
         where = None
