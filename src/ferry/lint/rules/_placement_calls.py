@@ -491,7 +491,8 @@ class CallsMixin(DevicesMixin):
                 for a, keyword in [*((a, None) for a in node.args), *((k.value, k.arg) for k in node.keywords)]
                 if not (_is_int(a) and "device" not in (keyword or "").lower())
             ]
-            if aware or device is not None or any(self.device_where(a) is not None for a in given):
+            devices_given = device is not None or any(self.device_where(a) is not None for a in given)
+            if aware or (devices_given and not self._device_kept_only(full, node)):
                 return Val("module", params=params)
             return Val("module", made_here, fresh=made_here == HOST, params=params)
         return None
@@ -715,7 +716,9 @@ class CallsMixin(DevicesMixin):
         for node in ast.walk(cls):  # breadth first: every method is seen before the calls in it
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 names = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
-                if node.name in ("__init__", "forward", "__call__"):  # other methods count when they move `self`
+                if node.name == "__init__":  # other methods count when they move `self`
+                    aware = aware or any(self._places_weights(cls, node, n) for n in names if "device" in n.lower())
+                elif node.name in ("forward", "__call__"):
                     aware = aware or any("device" in n.lower() for n in names)
                 if node.name in ("forward", "__call__"):
                     forward_args.update(n for n in names if n != "self")
@@ -746,6 +749,80 @@ class CallsMixin(DevicesMixin):
                     params = params or part_params
         self._classes[name] = (params, aware)
         return params, aware
+
+    def _device_kept_only(self, name: str, node: ast.Call) -> bool:
+        """Whether every device that ``node`` hands the module class ``name`` only feeds factories (see below).
+
+        ``UNet(num_classes=10, device=device)`` whose ``__init__`` keeps ``self.device = device`` for the
+        ``torch.arange(..., device=self.device)`` of its forward builds its layers on the host all the same.
+        """
+        cls = self.ctx.kinds.classes[name]
+        init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+        if init is None or init.args.kwarg is not None or init.args.vararg is not None:
+            return False
+        positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+        named = [a.arg for a in init.args.kwonlyargs]
+        passed = [*zip(positional, node.args, strict=False), *((k.arg, k.value) for k in node.keywords)]
+        for param, value in passed:
+            if param is None or param not in (*positional, *named):
+                return False
+            if self.device_where(value) is None and "device" not in param.lower():
+                continue
+            if "device" not in param.lower() or self._places_weights(cls, init, param):
+                return False
+        return True
+
+    def _places_weights(self, cls: ast.ClassDef, init: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+        """Whether the device that ``__init__`` takes as ``name`` may place the module's weights.
+
+        Not when it is only kept (``self.device = device``) and read by torch factories (``torch.arange(...,
+        device=self.device)`` in ``forward``, ``torch.randn(...).to(self.device)``): they make new tensors there,
+        while the layers stay on the host until the module is moved (a diffusion UNet built with ``device=``).
+        """
+        kept: set[str] = set()
+        for use in ast.walk(init):
+            if not (isinstance(use, ast.Name) and use.id == name and isinstance(use.ctx, ast.Load)):
+                continue
+            above = self.ctx.parent(use)
+            if isinstance(above, ast.Assign) and len(above.targets) == 1 and above.value is use:
+                target = above.targets[0]
+                if isinstance(target, ast.Attribute) and dotted(target.value) == "self":
+                    kept.add(target.attr)
+                    continue
+            if not self._feeds_a_factory(use):
+                return True
+        for use in ast.walk(cls):
+            if (
+                isinstance(use, ast.Attribute)
+                and isinstance(use.ctx, ast.Load)
+                and dotted(use.value) == "self"
+                and use.attr in kept
+                and not self._feeds_a_factory(use)
+            ):
+                return True
+        return False
+
+    def _feeds_a_factory(self, use: ast.expr) -> bool:
+        """``torch.arange(n, device=use)`` or ``torch.zeros(n).to(use)``: a device that places a new tensor only."""
+        above = self.ctx.parent(use)
+        if isinstance(above, ast.keyword) and above.arg == "device":
+            call = self.ctx.parent(above)
+            full = self.ctx.qualname(call.func) if isinstance(call, ast.Call) else None
+            return full is not None and full.startswith("torch.") and full.rsplit(".", 1)[-1] in FACTORIES
+        moved = isinstance(above, ast.Call) and above.args and above.args[0] is use
+        if moved and isinstance(above, ast.Call) and isinstance(above.func, ast.Attribute):
+            receiver: ast.expr = above.func.value
+            for _ in range(6):  # `(torch.ones(n) * i).long().to(self.device)`: the factory under casts and arithmetic
+                if self._fresh_factory(receiver):
+                    break
+                if isinstance(receiver, ast.BinOp):
+                    receiver = receiver.left
+                elif isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+                    receiver = receiver.func.value
+                else:
+                    break
+            return above.func.attr == "to" and self._fresh_factory(receiver)
+        return False
 
     # -- modules and losses called ----------------------------------------------------------------------------
 
