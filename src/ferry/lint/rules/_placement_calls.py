@@ -223,11 +223,11 @@ class CallsMixin(DevicesMixin):
             if method in SAME_MODULE:
                 return receiver
             if method in ("forward", "__call__"):
-                return self._call_module(node, receiver, args, kwargs)
+                return self._call_module(node, receiver, args, kwargs, method=True)
             defined = file_method(self.ctx, method)
             if defined is not None and reads_only(defined):  # `vae.decode(z)`, `model.init_hidden(n)`
                 if feeds_submodule(self.ctx, defined):
-                    return self._call_module(node, receiver, args, kwargs)
+                    return self._call_module(node, receiver, args, kwargs, method=True)
                 return self.method_returned(defined, node, args, kwargs)
             if _reading_method(self.ctx, method):  # several classes define it, and none changes its module
                 return UNKNOWN
@@ -826,8 +826,10 @@ class CallsMixin(DevicesMixin):
 
     # -- modules and losses called ----------------------------------------------------------------------------
 
-    def _call_module(self, node: ast.Call, module: Val, args: Args, kwargs: Kwargs) -> Val:
+    def _call_module(self, node: ast.Call, module: Val, args: Args, kwargs: Kwargs, method: bool = False) -> Val:
         """``module(x, ...)``: FRY006 for a host ``x`` into a module on the device, FRY007 for the reverse."""
+        # `policy.act(state)`, `vae.decode(z)`, `model.forward(x)`: the module is the receiver of the method
+        func = node.func.value if method and isinstance(node.func, ast.Attribute) else node.func
         if module.loss:
             return self._loss(node, module, args, kwargs)
         nodes: list[ast.expr] = list(node.args)
@@ -844,7 +846,7 @@ class CallsMixin(DevicesMixin):
             # `model(images)` with a list of image tensors (torchvision's detection models): each is an input
             args = [replace(element, origin=args[0].origin, name=args[0].name), *args[1:]]
         first, first_node = args[0], nodes[0]
-        callee = self.label(module, node.func)
+        callee = self.label(module, func)
         if module.wrapper and module.where == DEVICE:
             return Val("output", DEVICE, dev=module.dev)  # gathered on the device whatever the input
         if module.where == DEVICE and module.params is not False:
@@ -878,7 +880,7 @@ class CallsMixin(DevicesMixin):
             first.what in (*TENSORISH, "batch") or (first.what == "any" and not first.inplace)
         )  # a batch moved with `.to(device)` is a tensor or an object that moves its tensors
         origin = module.origin
-        if on_device and module.part is not None and origin is not None and not self._moved_after(node.func, origin):
+        if on_device and module.part is not None and origin is not None and not self._moved_after(func, origin):
             where = first.dev or "device"
             value = origin.value if isinstance(origin, ast.Assign) else None
             built = short(self.segment(value)) if value is not None else "..."
@@ -893,7 +895,7 @@ class CallsMixin(DevicesMixin):
                 "after replacing the layer",
             )
             return UNKNOWN
-        if on_device and module.fresh and module.params and origin and self._never_moved(node.func, origin):
+        if on_device and module.fresh and module.params and origin and self._never_moved(func, origin):
             where = first.dev or "device"
             targets = origin.targets if isinstance(origin, ast.Assign) else []
             built = callee
