@@ -641,6 +641,10 @@ class Flow:
             return inputs[0]
         if inputs:
             return inputs[0]
+        if cpu and isinstance(site, ast.BinOp):
+            # `torch.arange(0, channels, 2).float() / channels` with `channels` not known: a number leaves a CPU
+            # tensor, and a tensor of another device would fail right here; either way it is a CPU tensor after
+            return Dev("cpu", frozenset(o for d in cpu for o in d.origins))
         if any(d is None for d in devs):
             return None
         if cpu:
