@@ -210,6 +210,7 @@ class Flow:
         self._devs: Memo[ast.AST, Dev | None] = Memo(self._dev, None)
         self._inputs: dict[ast.AST, dict[str, str]] = {}
         self._host_aware: dict[ast.AST, bool] = {}
+        self._model_parts: dict[ast.ClassDef, bool] = {}
 
     # -- facts about the file -----------------------------------------------------------------------------------
 
@@ -233,9 +234,35 @@ class Flow:
         """
         for above in self.ctx.ancestors(node):
             if isinstance(above, ast.ClassDef) and above.name.endswith(HOST_SIDE_CLASSES):
-                return True
+                return not self._part_of_a_model(above)
             if isinstance(above, FUNCTIONS) and (
                 any(w in above.name.lower() for w in ("onnx", "export", "trac")) or self._names_host(above)
+            ):
+                return True
+        return False
+
+    def _part_of_a_model(self, cls: ast.ClassDef) -> bool:
+        """Whether a module class named for data preparation is a layer of a module class of the file.
+
+        ``self.transform = DetectionTransform(...)`` in a detector's ``__init__`` (torchvision's
+        ``GeneralizedRCNNTransform``): it runs inside the model's forward, on the model's device.
+        """
+        if cls not in self._model_parts:
+            self._model_parts[cls] = self.ctx.kinds.class_is_module(cls.name) and self._built_as_a_layer(cls)
+        return self._model_parts[cls]
+
+    def _built_as_a_layer(self, cls: ast.ClassDef) -> bool:
+        for call in self.ctx.nodes(ast.Call):
+            if self.ctx.qualname(call.func) != cls.name:
+                continue
+            assign = self.ctx.parent(call)
+            owner = self.ctx.enclosing_class(call)
+            if (
+                isinstance(assign, ast.Assign)
+                and any(isinstance(t, ast.Attribute) and dotted(t.value) == "self" for t in assign.targets)
+                and owner is not None
+                and owner is not cls
+                and self.ctx.kinds.class_is_module(owner.name)
             ):
                 return True
         return False
@@ -343,7 +370,27 @@ class Flow:
                     passed.add(params[index])
                 elif given and isinstance(arg, ast.Name) and self._computed_from_inputs(arg, given):
                     passed.add(params[index])  # `mu, logvar = self.encode(x)`: what the module computes from x
+                elif given and isinstance(arg, ast.Name) and self._item_of_inputs(arg, call, given):
+                    passed.add(params[index])  # `[self.normalize(img) for img in images]`: each input image
         return sorted(passed)
+
+    def _item_of_inputs(self, name: ast.Name, call: ast.Call, inputs: dict[str, str]) -> bool:
+        """Whether ``name`` at ``call`` is an item of an input: ``for img in images`` (a loop or a comprehension)."""
+        loops: list[ast.For | ast.comprehension] = []
+        for above in self.ctx.ancestors(call):
+            if isinstance(above, ast.For | ast.AsyncFor):
+                loops.append(above)  # type: ignore[arg-type]
+            elif isinstance(above, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+                loops.extend(above.generators)
+            elif isinstance(above, FUNCTIONS):
+                break
+        for loop in loops:
+            iterated = loop.iter
+            if isinstance(iterated, ast.Call) and self.ctx.call_name(iterated) in ("enumerate", "zip"):
+                continue  # the target is a tuple there
+            if isinstance(loop.target, ast.Name) and loop.target.id == name.id:
+                return isinstance(iterated, ast.Name) and iterated.id in inputs
+        return False
 
     @cached_property
     def _evidence(self) -> dict[tuple[ast.AST, str], str]:
@@ -419,9 +466,11 @@ class Flow:
         if name in DATA_CALLS or name == "torch.from_numpy":
             data = call.args[0] if call.args else keyword(call, "data")
             func = self.ctx.enclosing_function(call)
-            if data is None or (func is not None and _root(data) in parameters(func)):
+            kept = data is not None and self._literal_attribute(data)
+            if data is None or (func is not None and _root(data) in parameters(func) and not kept):
                 return None  # a conversion of what the caller passed: `torch.as_tensor(x)` keeps a tensor's device
-            if name != "torch.from_numpy" and not isinstance(data, ast.List | ast.Tuple | ast.ListComp):
+            literal = isinstance(data, ast.List | ast.Tuple | ast.ListComp) or kept
+            if name != "torch.from_numpy" and not literal:
                 return False if self.dev(data) == SCALAR else None
         if name in ("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"):
             size = call.args[0] if call.args else keyword(call, "size")
@@ -433,6 +482,42 @@ class Flow:
         if self._special_context(call):
             return None
         return True
+
+    def _literal_attribute(self, data: ast.expr) -> bool:
+        """Whether ``data`` is ``self.x`` kept by ``__init__`` from a parameter that every call fills with numbers.
+
+        ``DetectionTransform([0.485, 0.456, 0.406], ...)`` keeps ``self.image_mean = image_mean``: a
+        ``torch.as_tensor(self.image_mean)`` in its methods is made from a list on the CPU, like a literal.
+        """
+        if not (isinstance(data, ast.Attribute) and dotted(data.value) == "self"):
+            return False
+        cls = self.ctx.enclosing_class(data)
+        init = next((f for f in cls.body if isinstance(f, FUNCTIONS) and f.name == "__init__"), None) if cls else None
+        if cls is None or init is None:
+            return False
+        stores = [
+            n
+            for n in ast.walk(cls)
+            if isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign)
+            and any(isinstance(t, ast.Attribute) and t.attr == data.attr for t in _targets(n))
+        ]
+        if len(stores) != 1 or not isinstance(stores[0], ast.Assign) or not isinstance(stores[0].value, ast.Name):
+            return False
+        positional = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+        param = stores[0].value.id
+        if param not in positional and param not in [a.arg for a in init.args.kwonlyargs]:
+            return False
+        names = {full for full, c in self.ctx.kinds.classes.items() if c is cls}
+        calls = [c for c in self.ctx.nodes(ast.Call) if self.ctx.qualname(c.func) in names]
+        for call in calls:
+            passed = next((k.value for k in call.keywords if k.arg == param), None)
+            if passed is None and param in positional and positional.index(param) < len(call.args):
+                passed = call.args[positional.index(param)]
+            if any(isinstance(a, ast.Starred) for a in call.args) or has_double_star(call):
+                return False
+            if not _numbers_literal(passed):
+                return False
+        return bool(calls)
 
     def _placeholder_argument(self, call: ast.Call) -> bool:
         """Whether ``call`` is returned, or written as an argument of a call that does not combine it (``torch.cat``).
@@ -819,6 +904,18 @@ class Flow:
             found = [self.dev(e) for e in data.elts]
             return all(d is not None and d.where in ("scalar", "input") for d in found)
         return self.dev(data) == SCALAR
+
+
+def _targets(node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> list[ast.expr]:
+    return node.targets if isinstance(node, ast.Assign) else [node.target]
+
+
+def _numbers_literal(node: ast.expr | None) -> bool:
+    """``[0.485, 0.456, 0.406]``, ``(1, -1)``: a list or tuple of number constants."""
+    if not isinstance(node, ast.List | ast.Tuple) or not node.elts:
+        return False
+    values = [e.operand if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) else e for e in node.elts]
+    return all(isinstance(v, ast.Constant) and isinstance(v.value, int | float) for v in values)
 
 
 def _called_name(call: ast.Call) -> str | None:
