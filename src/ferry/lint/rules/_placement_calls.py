@@ -713,6 +713,7 @@ class CallsMixin(DevicesMixin):
                 params = params or base_params
                 aware = aware or base_aware
         forward_args: set[str] = set()
+        host_loss = False
         for node in ast.walk(cls):  # breadth first: every method is seen before the calls in it
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 names = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
@@ -747,6 +748,10 @@ class CallsMixin(DevicesMixin):
                 elif full in self.ctx.kinds.classes and full != name and self.ctx.kinds.class_is_module(full):
                     part_params, _ = self._class_info(full)  # `self.conv1 = ConvLayer(...)`: a layer of the file
                     params = params or part_params
+                elif full.startswith("torch.") and full.rsplit(".", 1)[-1] in HOST_TARGET_LOSSES:
+                    host_loss = True
+        if params is None and host_loss:
+            params = False  # a wrapper of `F.ctc_loss`: its targets and lengths may stay on the host
         self._classes[name] = (params, aware)
         return params, aware
 

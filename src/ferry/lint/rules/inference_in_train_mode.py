@@ -628,14 +628,21 @@ def _without_grad(ctx: FileContext, node: ast.AST) -> bool:
 
 
 def _trains_parameter(facts: _Facts, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
-    """Whether the local function ``func`` switches its parameter ``param`` to training mode (``param.train()``)."""
-    return any(
-        isinstance(c.func, ast.Attribute)
-        and c.func.attr == "train"
-        and not (c.args and isinstance(c.args[0], ast.Constant) and not c.args[0].value)
-        and dotted(move_chain_root(c.func.value)) == param
-        for c in facts.calls(func)
+    """Whether the local function ``func`` leaves its parameter ``param`` in training mode (``param.train()``).
+
+    The last switch written in ``func`` decides: a ``train`` function whose epochs end with ``model.eval()`` and a
+    validation pass returns the model in evaluation mode.
+    """
+    switches = sorted(
+        (c for c in facts.calls(func) if _switches_mode(c, param)),
+        key=lambda c: (c.lineno, c.col_offset),
     )
+    if not switches:
+        return False
+    last = switches[-1]
+    assert isinstance(last.func, ast.Attribute)
+    off = bool(last.args) and isinstance(last.args[0], ast.Constant) and not last.args[0].value
+    return last.func.attr == "train" and not off
 
 
 def _argument(call: ast.Call, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> ast.expr | None:
@@ -766,6 +773,8 @@ def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
             if not predictions:
                 continue
             sites = [n for n in ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == func.name]
+            if param not in params and _switched_as_parameter(facts, func, param, sites):
+                continue  # `def val(net, ...): net.eval(); preds = crnn(image)` called as `val(crnn, ...)`
             modes = []
             for site in sites:
                 given = _argument(site, func, param) if param in params else ast.Name(id=param, ctx=ast.Load())
@@ -782,6 +791,16 @@ def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
                     message = _evaluation_message(ctx, func, param, predictions[0], site, switch)
                     yield Finding(predictions[0], message=message)
     yield from _evaluated_after_training_by_methods(facts)
+
+
+def _switched_as_parameter(
+    facts: _Facts, func: ast.FunctionDef | ast.AsyncFunctionDef, name: str, sites: list[ast.Call]
+) -> bool:
+    """Whether ``func`` switches the mode of a parameter that one of its callers fills with the global ``name``."""
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
+    switched = [p for p in params if any(_switches_mode(c, p) for c in facts.calls(func))]
+    given = [_argument(site, func, p) for site in sites for p in switched]
+    return any(g is not None and dotted(g) == name for g in given)
 
 
 def _plain_class(ctx: FileContext, cls: ast.ClassDef) -> bool:
