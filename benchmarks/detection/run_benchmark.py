@@ -94,6 +94,19 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("ddpm_conditional.py", "FRY002", 243): 'UNet_conditional.__init__(..., device="cuda") default',
     ("ddpm_conditional.py", "FRY003", 360): "torch.load(ema_ckpt.pt) without map_location",
     ("lstnet_forecast.py", "FRY004", 369): "torch.save(model, f) of the whole model",
+    # held-out round 7: every program but the transformer loads its checkpoints with torch.load(path) and no
+    # map_location; NCF saves the whole model; CRNN saves the state_dict of its DataParallel wrapper (keys with
+    # `module.`, which the demo has to strip)
+    ("sac_point_mass.py", "FRY003", 312): "torch.load(ckpt_path) without map_location",
+    ("vqvae2_codes.py", "FRY003", 376): "torch.load(ckpt) without map_location",
+    ("vqvae2_codes.py", "FRY003", 388): "torch.load(checkpoint) without map_location",
+    ("ncf_neumf.py", "FRY003", 253): "torch.load(config.GMF_model_path, weights_only=False) without map_location",
+    ("ncf_neumf.py", "FRY003", 254): "torch.load(config.MLP_model_path, weights_only=False) without map_location",
+    ("ncf_neumf.py", "FRY004", 307): "torch.save(model, path) of the whole model",
+    ("protonet_fewshot.py", "FRY003", 343): "torch.load(model_path) without map_location",
+    ("crnn_ocr.py", "FRY003", 347): "torch.load(model_path) without map_location",
+    ("crnn_ocr.py", "FRY003", 401): "torch.load(opt.pretrained) without map_location",
+    ("crnn_ocr.py", "FRY009", 451): "torch.save(crnn.state_dict()) of the DataParallel wrapper under --cuda",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.
