@@ -55,6 +55,7 @@ The analysis is split in four modules: this one (scopes, statements, expressions
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, replace
 
@@ -349,8 +350,37 @@ def _changing(call: ast.Call) -> bool:
     return func.attr != "load_state_dict" or any(k.arg == "assign" or k.arg is None for k in call.keywords)
 
 
-def _instance_uses(cls: ast.ClassDef, init: ast.AST, ctx: FileContext) -> tuple[set[str], set[str]]:
+def _only_read_by(
+    call: ast.Call,
+    arg: ast.expr,
+    local: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    reading: Callable[[str], bool],
+) -> bool:
+    """Whether ``call`` is of a function of the file that only reads the parameter ``arg`` fills.
+
+    ``soft_update(self.critic_target, self.critic, self.tau)``: it copies the critic's parameters, in place.
+    """
+    func = local.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    if func is None or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    param = next((k.arg for k in call.keywords if k.value is arg), None)
+    if param is None and arg in call.args and call.args.index(arg) < len(names):
+        param = names[call.args.index(arg)]
+    return param is not None and param in keeping_parameters(func, local, reading)
+
+
+def _instance_uses(
+    cls: ast.ClassDef,
+    init: ast.AST,
+    ctx: FileContext,
+    local: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None,
+    reading: Callable[[str], bool] | None = None,
+) -> tuple[set[str], set[str]]:
     """The ``self.<attr>`` that methods other than ``init`` rebind, and those they may move or hand on.
+
+    Handing one to a function of the file (``local``) that only reads it (see :func:`keeping_parameters`, with
+    ``reading`` for the module classes' methods) leaves it where it is.
 
     When a method hands ``self`` to a call (``callback(self)``), the attributes that code outside the class may
     change: those that the file rebinds or moves on another object (``trainer.model = ...``,
@@ -377,7 +407,11 @@ def _instance_uses(cls: ast.ClassDef, init: ast.AST, ctx: FileContext) -> tuple[
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     if isinstance(arg, ast.Name) and arg.id == "self":
                         everything = True
-                    elif isinstance(arg, ast.Attribute) and dotted(arg.value) == "self":
+                    elif (
+                        isinstance(arg, ast.Attribute)
+                        and dotted(arg.value) == "self"
+                        and (local is None or reading is None or not _only_read_by(node, arg, local, reading))
+                    ):
                         handled.add(arg.attr)
     if everything:
         own = {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and dotted(n.value) == "self"}
@@ -987,7 +1021,7 @@ class _Flow(CallsMixin):
         params.update({k: v for k, v in (self.seeds or {}).items() if k not in bound_names(init)})
         params.update(self._constructed_with(cls, init, reader))
         reader._scope(init, init.body, params, frozenset())
-        rebound, handled = _instance_uses(cls, init, self.ctx)
+        rebound, handled = _instance_uses(cls, init, self.ctx, self.local_functions, self.reading_method)
         moved_locals = any(  # `self.model = model; model.to(device)`: a local moved after it was kept
             isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
