@@ -229,6 +229,11 @@ class CallsMixin(DevicesMixin):
                 if feeds_submodule(self.ctx, defined):
                     return self._call_module(node, receiver, args, kwargs, method=True)
                 return self.method_returned(defined, node, args, kwargs)
+            defined_by_modules = module_methods(self.ctx, method)
+            if defined_by_modules and all(
+                reads_only(m) and feeds_submodule(self.ctx, m) for m in defined_by_modules
+            ):  # `self.policy.sample(state)` with a Gaussian or a deterministic policy: each runs its layers on it
+                return self._call_module(node, receiver, args, kwargs, method=True)
             if _reading_method(self.ctx, method):  # several classes define it, and none changes its module
                 return UNKNOWN
             if tracked and (method not in SAFE_MODULE_USES or _assigns_state(node)):
@@ -714,7 +719,10 @@ class CallsMixin(DevicesMixin):
                 aware = aware or base_aware
         forward_args: set[str] = set()
         host_loss = False
+        overrides = {n for m in cls.body if _moving_override(m) for n in ast.walk(m)}
         for node in ast.walk(cls):  # breadth first: every method is seen before the calls in it
+            if node in overrides:
+                continue  # `def to(self, device): self.scale = self.scale.to(device); return super().to(device)`
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 names = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
                 if node.name == "__init__":  # other methods count when they move `self`
@@ -1131,6 +1139,24 @@ class CallsMixin(DevicesMixin):
         return _reading_method(self.ctx, name)
 
 
+def _moving_override(method: ast.stmt) -> bool:
+    """``def to(self, device): ...; return super().to(device)``: an override of a move that calls the module's own.
+
+    It moves the module's plain tensor attributes along with its weights (SAC's policies), which is what a move of
+    the module does anyway: the class does not place its inputs.
+    """
+    if not isinstance(method, ast.FunctionDef) or method.name not in MOVES | {"_apply"}:
+        return False
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == method.name
+        and isinstance(n.func.value, ast.Call)
+        and dotted(n.func.value.func) == "super"
+        for n in ast.walk(method)
+    )
+
+
 def _reads_a_layer(ctx: FileContext, attribute: ast.Attribute) -> bool:
     """``model.fc.parameters()``, ``model.encoder.layer.weight``: a chain of attributes that ends in a harmless read."""
     top: ast.AST = attribute
@@ -1169,6 +1195,23 @@ def file_method(ctx: FileContext, name: str) -> ast.FunctionDef | None:
                     return None
                 found.append(stmt)
     return found[0] if len(found) == 1 else None
+
+
+def module_methods(ctx: FileContext, name: str) -> list[ast.FunctionDef]:
+    """The definitions of the method ``name`` in the file's ``nn.Module`` classes, undecorated or harmlessly so.
+
+    Empty when one of them has another decorator (what it does to the call is not known).
+    """
+    found: list[ast.FunctionDef] = []
+    for cls_name, cls in ctx.kinds.classes.items():
+        if not ctx.kinds.class_is_module(cls_name):
+            continue
+        for stmt in cls.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+                if not isinstance(stmt, ast.FunctionDef) or not all(_harmless(ctx, d) for d in stmt.decorator_list):
+                    return []
+                found.append(stmt)
+    return found
 
 
 def reads_only(method: ast.FunctionDef) -> bool:
@@ -1218,6 +1261,8 @@ def feeds_submodule(ctx: FileContext, method: ast.FunctionDef, depth: int = 0) -
         if isinstance(func, ast.Name) and func.id == me:
             return True
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == me:
+            if func.attr in ("forward", "__call__"):
+                return True  # `mean, log_std = self.forward(state)`
             other = file_method(ctx, func.attr)
             if other is None:
                 if _layer(ctx, ctx.enclosing_class(method), func.attr):
