@@ -203,6 +203,10 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         return b
     if b.what == "none":
         return a
+    if a.what == "str" and b.what == "module":  # `if model == "vqvae": model = VQVAE()`: a name, then the module
+        return b  # built from it; where a module is used, it is that module (a string fails there anyway)
+    if b.what == "str" and a.what == "module":
+        return a
     if a.what == "seq" and b.what in TENSORISH:  # `X = [x.to(d) for x in X] if isinstance(X, list) else X.to(d)`:
         return b  # where a tensor is needed, it is the tensor of the other branch (a list there fails anyway)
     if b.what == "seq" and a.what in TENSORISH:
