@@ -758,10 +758,29 @@ class CallsMixin(DevicesMixin):
                     params = params or part_params
                 elif full.startswith("torch.") and full.rsplit(".", 1)[-1] in HOST_TARGET_LOSSES:
                     host_loss = True
+                elif isinstance(func, ast.Name) and self._layer_factory(func.id):
+                    params = True  # `self.encoder = nn.Sequential(conv_block(1, 64), ...)`: a helper's layers
         if params is None and host_loss:
             params = False  # a wrapper of `F.ctc_loss`: its targets and lengths may stay on the host
         self._classes[name] = (params, aware)
         return params, aware
+
+    def _layer_factory(self, name: str) -> bool:
+        """Whether ``name`` is a function of the file that returns layers with parameters it builds.
+
+        ``def conv_block(i, o): return nn.Sequential(nn.Conv2d(i, o, 3), nn.BatchNorm2d(o), nn.ReLU())``.
+        """
+        func = next(
+            (s for s in self.ctx.tree.body if isinstance(s, ast.FunctionDef) and s.name == name),
+            None,
+        )
+        if func is None or not any(isinstance(r, ast.Return) and r.value is not None for r in ast.walk(func)):
+            return False
+        for call in ast.walk(func):  # `layers = [nn.Conv2d(...), ...]; return nn.Sequential(*layers)` too
+            full = self.ctx.qualname(call.func) if isinstance(call, ast.Call) else None
+            if full and full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in LAYERS_WITH_PARAMETERS:
+                return True
+        return False
 
     def _device_kept_only(self, name: str, node: ast.Call) -> bool:
         """Whether every device that ``node`` hands the module class ``name`` only feeds factories (see below).
