@@ -418,6 +418,8 @@ def _loaded_without_eval(facts: _Facts) -> Iterator[Finding]:
         calls = facts.calls(scope)
         if any(_switches_mode(c, name) for c in calls):
             continue  # eval() or train() in the function: the mode is taken care of
+        if any(before(c, load) and _switched_by_callee(facts, c, name) for c in calls):
+            continue  # `train(model=model, ...)` switched it before the load: it keeps that mode
         for call in calls:
             if not before(load, call) or exclusive(ctx, load, call):
                 continue
@@ -446,6 +448,24 @@ def _loaded_without_eval(facts: _Facts) -> Iterator[Finding]:
             break
 
 
+def _switched_by_callee(facts: _Facts, call: ast.Call, name: str) -> bool:
+    """Whether ``call`` hands ``name`` to a function of the file that leaves that parameter in eval mode.
+
+    Its last switch is ``eval()`` (ProtoNet's ``train``, which validates at the end of each epoch).
+    """
+    func = local_functions(facts.ctx).get(call.func.id) if isinstance(call.func, ast.Name) else None
+    if func is None:
+        return False
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
+    return any(
+        (given := _argument(call, func, param)) is not None
+        and dotted(given) == name
+        and any(_switches_mode(c, param) for c in facts.calls(func))
+        and not _trains_parameter(facts, func, param)
+        for param in params
+    )
+
+
 def _predicting_helper(facts: _Facts, call: ast.Call, name: str) -> str | None:
     """The name of the file's function ``call`` runs, when it only predicts with the model passed as ``name``.
 
@@ -463,8 +483,8 @@ def _predicting_helper(facts: _Facts, call: ast.Call, name: str) -> str | None:
         param = next((k.arg for k in call.keywords if dotted(k.value) == name and k.arg in params), None)
     if param is None:
         return None
-    if facts.trains(func, with_losses=True) and not _gradients_only(facts, func, param, name):
-        return None
+    if facts.trains(func, with_losses=False) and not _gradients_only(facts, func, param, name):
+        return None  # a loss alone (`loss, acc = loss_fn(output, y)` in a test function) is no training
     predicts = False
     for inner in facts.calls(func):
         if _switches_mode(inner, param) or any(
