@@ -1036,8 +1036,10 @@ class _Flow(CallsMixin):
                 continue
             if val.what == "module" and val.fresh and moved_locals:
                 continue
+            # `self.images.append(torch.from_numpy(img))` in a dataset's `__init__`: a list of host tensors
+            listed = val.what == "seq" and val.element is not None and val.element.what in TENSORISH
             if val.what in ("device", "dataset", "loader") or (
-                val.what in ("module", "any", *TENSORISH) and attr not in handled
+                (val.what in ("module", "any", *TENSORISH) or listed) and attr not in handled
             ):
                 found[name] = val
         self._instances[cls] = (seen, found)
