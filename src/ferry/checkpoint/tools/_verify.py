@@ -13,9 +13,12 @@ safetensors, JSON).
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from ferry._remote import is_url
 from ferry.checkpoint.file import api as file_api
 from ferry.checkpoint.file.kinds import KIND_NAMES, sniff
 from ferry.checkpoint.file.structure import read_structure
@@ -232,7 +235,7 @@ def verify_path(path: str | os.PathLike[str], progress: Progress = no_progress) 
         return [_folder(folder, meter) for folder in folders], notes
 
 
-def verify(path: str | os.PathLike[str]) -> None:
+def verify(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> None:
     """Check a checkpoint without loading it: a file, a checkpoint (step) folder, plain or sharded, or a run directory.
 
     A file: header, offsets, size and every checksum, streaming the file (plain safetensors files: header, offsets
@@ -249,7 +252,15 @@ def verify(path: str | os.PathLike[str]) -> None:
         CheckpointError: nothing at ``path``; a folder holding no checkpoint; a file that is missing, unreadable, a
             TorchScript archive, or from a newer ferry.
         ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
+
+    ``path`` may also be the URL of one file on object storage (``"s3://bucket/run/model.safetensors"``), with
+    ``storage_options`` for its fsspec file system as for :func:`ferry.save`; every byte is fetched and checked.
     """
+    if is_url(path):
+        file_api.verify(path, storage_options=storage_options)
+        return
+    if storage_options is not None:
+        file_api.verify(path, storage_options=storage_options)  # raises: storage options are for URLs
     where = file_api.as_path(path, "verify")
     if not where.exists():
         raise missing(where)
