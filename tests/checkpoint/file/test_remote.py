@@ -15,12 +15,12 @@ import torch
 
 import _s3
 import ferry
-from ferry._remote import is_url
+from ferry._remote import PART_BYTES, is_url
 from ferry.checkpoint.file import writer
 from ferry.errors import ArgumentError, CheckpointError, CorruptCheckpointError
 
-#: Parts of 5 MiB (S3's minimum): a 24 MiB file goes up as a multipart upload of five parts.
-SMALL_PARTS = {"default_block_size": 5 << 20}
+#: Float32 elements of a tensor that fills 1.5 upload parts: its file goes up as a multipart upload of two parts.
+BIG = PART_BYTES * 3 // 2 // 4
 
 
 def _state(version: int = 0) -> dict[str, object]:
@@ -76,10 +76,10 @@ def test_s3_round_trip_of_a_training_state(s3_server: _s3.S3Server) -> None:
 def test_s3_multipart_upload_round_trip_and_overwrite(s3_server: _s3.S3Server) -> None:
     bucket = s3_server.bucket("multipart")
     url = f"s3://{bucket}/big.safetensors"
-    options = s3_server.options(**SMALL_PARTS)
-    big = {"w": torch.randn(6 << 20), "step": 1}  # 24 MiB: five parts
+    options = s3_server.options()
+    big = {"w": torch.randn(BIG), "step": 1}
     ferry.save(big, url, storage_options=options)
-    again = {"w": torch.randn(6 << 20), "step": 2}
+    again = {"w": torch.randn(BIG), "step": 2}
     ferry.save(again, url, storage_options=options)
     assert _equal(ferry.load(url, storage_options=options), again)
 
@@ -143,14 +143,14 @@ def test_a_failed_save_leaves_the_previous_object(s3_server: _s3.S3Server, monke
 
     def failing(tensor):
         calls["n"] += 1
-        if calls["n"] > 3:  # after both checksums and the first tensor's 24 MiB
+        if calls["n"] > 3:  # after both checksums and the first tensor, more than a part
             raise OSError("the disk holding the tensors went away")
         return real(tensor)
 
     monkeypatch.setattr(writer, "_host_bytes", failing)
-    big = {"a": torch.randn(6 << 20), "b": torch.randn(1 << 20)}
+    big = {"a": torch.randn(BIG), "b": torch.randn(1 << 20)}
     with pytest.raises(CheckpointError, match="went away"):
-        ferry.save(big, url, storage_options=s3_server.options(**SMALL_PARTS))
+        ferry.save(big, url, storage_options=s3_server.options())
     monkeypatch.undo()
     assert _equal(ferry.load(url, storage_options=s3_server.options()), _state(1))
     fs = s3fs.S3FileSystem(**s3_server.options())
@@ -160,10 +160,10 @@ def test_a_failed_save_leaves_the_previous_object(s3_server: _s3.S3Server, monke
 _WRITER = textwrap.dedent(
     """
     import json, sys, torch, ferry
-    url, options = sys.argv[1], json.loads(sys.argv[2])
+    url, options, size = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
     version = 2
     while True:
-        ferry.save({"w": torch.full((6 << 20,), float(version)), "version": version}, url, storage_options=options)
+        ferry.save({"w": torch.full((size,), float(version)), "version": version}, url, storage_options=options)
         print(version, flush=True)
         version += 1
     """
@@ -174,17 +174,18 @@ def test_kill_9_during_uploads_never_damages_the_object(s3_server: _s3.S3Server)
     """A writer killed at random moments of multipart uploads: the object is always one complete version."""
     bucket = s3_server.bucket("killed")
     url = f"s3://{bucket}/model.safetensors"
-    options = s3_server.options(**SMALL_PARTS)
-    ferry.save({"w": torch.full((6 << 20,), 1.0), "version": 1}, url, storage_options=options)
+    options = s3_server.options()
+    ferry.save({"w": torch.full((BIG,), 1.0), "version": 1}, url, storage_options=options)
     rng = random.Random(13)
     seen = set()
     for _ in range(6):
-        writer = subprocess.Popen([sys.executable, "-c", _WRITER, url, json.dumps(options)], stdout=subprocess.DEVNULL)
+        command = [sys.executable, "-c", _WRITER, url, json.dumps(options), str(BIG)]
+        writer = subprocess.Popen(command, stdout=subprocess.DEVNULL)
         time.sleep(rng.uniform(2.0, 6.0))  # the writer imports torch (about 2 s), then saves every ~0.5 s
         writer.send_signal(signal.SIGKILL)
         writer.wait(30)
         back = ferry.load(url, storage_options=options)
         version = back["version"]
-        assert torch.equal(back["w"], torch.full((6 << 20,), float(version))), version
+        assert torch.equal(back["w"], torch.full((BIG,), float(version))), version
         seen.add(version)
     assert max(seen) > 1, f"the writer completed saves between the kills: versions seen {sorted(seen)}"
