@@ -429,11 +429,17 @@ class Flow:
                 first = call.args[0]
                 if isinstance(first, ast.List | ast.Tuple) and first.elts:
                     first = first.elts[0]
-                note(_root_name(first), "call", call)
+                note(_tensor_operand(first), "call", call)
         if not self.array_libraries:
             for subscript in ctx.nodes(ast.Subscript):
                 if isinstance(subscript.value, ast.Name) and _array_index(subscript.slice):
                     note(subscript.value, "index")
+        for call in ctx.nodes(ast.Call):  # `math.log(w_m)`, `range(depth)`: a Python number after all
+            name = ctx.call_name(call) or ""
+            if name.startswith("math.") or name == "range":
+                for arg in call.args:
+                    if isinstance(arg, ast.Name):
+                        found.pop((ctx.kinds.scope_of(arg), arg.id), None)
         return found
 
     def _in_module_method(self, node: ast.AST) -> bool:
@@ -941,6 +947,20 @@ def _root(node: ast.AST) -> str | None:
     """The name under a chain of attributes, calls, subscripts and operators: ``x`` for ``(x != 0).sum(1)``."""
     found = _root_name(node)
     return found.id if found is not None else None
+
+
+def _tensor_operand(node: ast.AST) -> ast.Name | None:
+    """The name that must be a tensor when ``node`` is handed to a function that takes one.
+
+    As :func:`_root_name`, except through arithmetic with anything but a number: ``w_0 * torch.pow(w_m, capacity)``
+    is a tensor because of its right side, whatever ``w_0`` is (an ``int`` in torchvision's RegNet).
+    """
+    inner = node
+    while isinstance(inner, ast.BinOp):
+        if not (isinstance(inner.right, ast.Constant) and isinstance(inner.right.value, int | float)):
+            return None
+        inner = inner.left
+    return _root_name(inner)
 
 
 def _root_name(node: ast.AST) -> ast.Name | None:
