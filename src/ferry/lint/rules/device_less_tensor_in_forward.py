@@ -807,6 +807,8 @@ class Flow:
         if func.attr == "cpu":
             return None
         here = self.ctx.enclosing_function(node)
+        if here is not None and _initialisation(here.name):
+            return None  # `_init_weights`: built once on the CPU and copied into the parameter, not at every call
         if receiver is not None and receiver.where == "cpu" and here is not None and self._sized_by_input(func.value):
             for origin in sorted(receiver.origins, key=_position):
                 if self.ctx.enclosing_function(origin) is not here:
@@ -947,6 +949,12 @@ def _root(node: ast.AST) -> str | None:
     """The name under a chain of attributes, calls, subscripts and operators: ``x`` for ``(x != 0).sum(1)``."""
     found = _root_name(node)
     return found.id if found is not None else None
+
+
+def _initialisation(name: str) -> bool:
+    """``__init__``, ``_init_weights``, ``reset_parameters``: code that runs once, when the model is built."""
+    bare = name.strip("_").lower()
+    return bare.startswith("init") or bare.endswith("init") or bare.startswith("reset_param")
 
 
 def _tensor_operand(node: ast.AST) -> ast.Name | None:
