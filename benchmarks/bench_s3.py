@@ -101,9 +101,9 @@ def main() -> None:
         method, size, url, options, local = args.child
         print(json.dumps(child(method, int(size), url, json.loads(options), local)))
         return
-    import _s3
     import torch
 
+    import _s3
     import ferry
 
     size = args.size_mib << 20
