@@ -157,12 +157,14 @@ def tensor_moves(ctx: FileContext) -> frozenset[ast.Call]:
     return _analysed(ctx).tensor_moves
 
 
-def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+def local_functions(ctx: FileContext, *, aliases: bool = False) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """Functions of the file whose every call is in the file, so their parameters take what the calls pass.
 
     Defined once at the top of the file, and the name is only ever called (never passed on, decorated or rebound),
     or handed to a ``DataLoader`` as its ``collate_fn`` (which calls it with samples, of unknown values). A local
-    variable of the same name in another function is another variable.
+    variable of the same name in another function is another variable. With ``aliases``, also the names that
+    module-level code binds once to such a function and only ever calls (``loss_fn = prototypical_loss``), mapped
+    to it.
     """
     defined: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for stmt in ctx.tree.body:
@@ -175,6 +177,16 @@ def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFu
     }
     if not plain:
         return {}
+    alias_values: dict[str, ast.Name] = {}  # `loss_fn = prototypical_loss` in module-level code
+    for stmt in ctx.tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and isinstance(stmt.value, ast.Name)
+            and stmt.value.id in plain
+        ):
+            alias_values[stmt.targets[0].id] = stmt.value
     local: dict[ast.AST, set[str]] = {}
     for node in ctx.nodes(ast.Name):
         if node.id in plain:
@@ -187,12 +199,33 @@ def local_functions(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFu
             parent = ctx.parent(node)
             if isinstance(parent, ast.keyword) and parent.arg == "collate_fn" and isinstance(node.ctx, ast.Load):
                 continue  # `DataLoader(..., collate_fn=collate_batch)` calls it with a list of samples
+            if aliases and any(node is value for value in alias_values.values()):
+                continue
             if not (isinstance(node.ctx, ast.Load) and isinstance(parent, ast.Call) and parent.func is node):
                 del plain[node.id]
     for stmt in ctx.nodes(ast.Global):
         for name in stmt.names:
             plain.pop(name, None)
+    if aliases:
+        for alias, value in alias_values.items():
+            if value.id in plain and _only_called(ctx, alias):
+                plain[alias] = plain[value.id]
     return plain
+
+
+def _only_called(ctx: FileContext, name: str) -> bool:
+    """Whether every use of ``name`` in the file calls it, and one module-level assignment binds it."""
+    stores = 0
+    for node in ctx.nodes(ast.Name):
+        if node.id != name:
+            continue
+        if isinstance(node.ctx, ast.Store):
+            stores += 1
+            continue
+        parent = ctx.parent(node)
+        if not (isinstance(node.ctx, ast.Load) and isinstance(parent, ast.Call) and parent.func is node):
+            return False
+    return stores == 1
 
 
 def loss_wrapper(ctx: FileContext, name: str) -> bool:
@@ -547,7 +580,7 @@ class _Flow(CallsMixin):
         self._datasets: dict[ast.ClassDef, Val] = {}
         self._owners: set[str] = set()  # the heads of the dotted names bound in this scope (`self` of `self.x`)
         #: functions of the file whose parameters take the values their callers pass (see :meth:`_local`)
-        self.local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = local_functions(ctx)
+        self.local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = local_functions(ctx, aliases=True)
         #: for each of those, the parameters' values at each call site read so far (``None``: a site passes
         #: ``*args``/``**kwargs``, so the parameters stay unknown)
         self.call_sites: dict[str, list[dict[str, Val]] | None] = {}
@@ -811,7 +844,10 @@ class _Flow(CallsMixin):
         return escaping
 
     def _calls_of(self, name: str) -> list[ast.Call]:
-        return [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == name]
+        """The calls of the file's function ``name``, also through its aliases (``loss_fn = prototypical_loss``)."""
+        func = self.local_functions.get(name)
+        names = {alias for alias, f in self.local_functions.items() if f is func} if func is not None else {name}
+        return [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id in names | {name}]
 
     def returned(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> Val:
         """What a call of a local function returns, read from its body with the values the call passes.
