@@ -702,6 +702,10 @@ class Flow:
     def _moved_factory(self, node: ast.Call) -> Dev | None:
         """A factory given a device: on the input's device when that is ``x.device`` of an input ``x``."""
         device = keyword(node, "device")
+        if isinstance(device, ast.Name):  # `device = feature.device` a line above
+            bound = binding(self.ctx, device.id, device)
+            if bound is not None and bound.parameter is None and bound.source[0] == "expr":
+                device = bound.source[1]
         if isinstance(device, ast.Attribute) and device.attr == "device":
             owner = self.dev(device.value)
             if owner is not None and owner.where == "input":
