@@ -69,9 +69,17 @@ def _parser() -> argparse.ArgumentParser:
         "files: the header's CRC-32 and every tensor's xxh3_64, crc32 in files from before format 2; safetensors "
         "header and sizes; torch.save zip CRCs or a restricted load), a step-<n> folder (manifest, sizes, "
         "checksums, step; for a sharded one also the SHA-256 of shards.json and every piece of every rank file) or "
-        "every checkpoint of a run directory. Exit 1 if anything fails.",
+        "every checkpoint of a run directory. Exit 1 if anything fails. PATH may be the URL of one file on object "
+        "storage (s3://bucket/run/model.safetensors; credentials from the AWS_* environment variables or "
+        "--storage-options).",
     )  # fmt: skip
     verify.add_argument("path", metavar="PATH")
+    verify.add_argument(
+        "--storage-options",
+        metavar="JSON",
+        help='for a URL: the fsspec file system\'s options as JSON, e.g. \'{"client_kwargs": {"endpoint_url": '
+        '"http://127.0.0.1:8333"}}\'',
+    )
     verify.set_defaults(handler="ckpt_verify:verify_main")
 
     diff = commands.add_parser(

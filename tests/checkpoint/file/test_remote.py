@@ -192,3 +192,28 @@ def test_kill_9_during_uploads_never_damages_the_object(s3_server: _s3.S3Server)
         assert torch.equal(back["w"], torch.full((BIG,), float(version))), version
         seen.add(version)
     assert max(seen) > 1, f"the writer completed saves between the kills: versions seen {sorted(seen)}"
+
+
+def test_ferry_ckpt_verify_checks_an_object_by_its_url(s3_server: _s3.S3Server, capsys) -> None:
+    import s3fs
+
+    from ferry.cli.ckpt import main
+
+    bucket = s3_server.bucket("cli-verify")
+    url = f"s3://{bucket}/model.safetensors"
+    ferry.save(_state(3), url, storage_options=s3_server.options())
+    options = json.dumps(s3_server.options())
+    assert main(["verify", url, "--storage-options", options, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"]
+    assert report["checked"][0]["path"] == url
+    fs = s3fs.S3FileSystem(**s3_server.options())
+    data = bytearray(fs.cat_file(f"{bucket}/model.safetensors"))
+    data[-3] ^= 0x01
+    fs.pipe_file(f"{bucket}/model.safetensors", bytes(data))
+    assert main(["verify", url, "--storage-options", options]) == 1
+    assert "checksum" in capsys.readouterr().out
+    assert main(["verify", url, "--storage-options", "[1, 2]"]) == 2
+    assert "must be a JSON object" in capsys.readouterr().err
+    assert main(["verify", "runs/a", "--storage-options", options]) == 2
+    assert "is for URLs of object storage" in capsys.readouterr().err

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ferry._remote import is_url
+from ferry._remote import is_url, open_remote
 from ferry.checkpoint.file import api as file_api
+from ferry.checkpoint.file import layout
 from ferry.checkpoint.file.kinds import KIND_NAMES, sniff
 from ferry.checkpoint.file.structure import read_structure
 from ferry.checkpoint.folder import (
@@ -92,6 +93,20 @@ def _file(file: Path, progress: Meter) -> Check:
     finally:
         progress.advance(size)
     return Check(str(file), KIND_NAMES[kind], size, True, _CHECKED[kind])
+
+
+def _remote_file(url: str, storage_options: Mapping[str, Any] | None, progress: Progress) -> Check:
+    """Verify one object on object storage: every byte is fetched and checked, as :func:`_file` does locally."""
+    with open_remote(url, storage_options) as (handle, size):
+        kind = "ferry file" if layout.looks_like_safetensors(handle.read(16)) else "object"
+    with progress(size, f"verifying {url.rsplit('/', 1)[-1]}") as meter:
+        try:
+            file_api.verify(url, storage_options=storage_options)
+        except (CorruptCheckpointError, UnsafeCheckpointError) as err:
+            return Check(url, kind, size, False, "header, sizes and every tensor's checksum", str(err))
+        finally:
+            meter.advance(size)
+    return Check(url, kind, size, True, "header, sizes and every tensor's checksum")
 
 
 def _whole_file(file: Path, expected: str, progress: Meter) -> Check:
@@ -192,12 +207,18 @@ def _folder(folder: Path, progress: Meter) -> Check:
     return Check(str(folder), kind, size, True, checked)
 
 
-def verify_path(path: str | os.PathLike[str], progress: Progress = no_progress) -> tuple[list[Check], list[str]]:
+def verify_path(
+    path: str | os.PathLike[str],
+    progress: Progress = no_progress,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> tuple[list[Check], list[str]]:
     """Verify what ``path`` names: a file, a ``step-<n>`` folder, or every checkpoint folder of a run directory.
 
     Args:
-        path: The file or folder.
+        path: The file or folder; or the URL of one file on object storage (``s3://bucket/run/model.safetensors``).
         progress: Receives the bytes verified (``ferry ckpt`` draws a progress bar); by default nothing.
+        storage_options: For a URL: passed to its fsspec file system, as for :func:`ferry.save`.
 
     Returns:
         One :class:`Check` per file or folder, and notes (stale temporary folders; not problems). ``ferry ckpt verify
@@ -207,6 +228,8 @@ def verify_path(path: str | os.PathLike[str], progress: Progress = no_progress) 
         CheckpointError: nothing at ``path``, a folder holding no checkpoint, or a file ferry cannot verify at all
             (a TorchScript archive, a file from a newer ferry, an unreadable file).
     """
+    if is_url(path):
+        return [_remote_file(str(path), storage_options, progress)], []
     path = file_api.as_path(path, "checkpoint.tools.verify_path")
     if path.is_file():
         with progress(path.stat().st_size, f"verifying {path.name}") as meter:
