@@ -86,6 +86,20 @@ def test_cuda_answers_as_a_gpu_machine_inside_and_is_restored_after() -> None:
     assert torch.cuda.is_available() is False
 
 
+def test_a_negative_device_index_is_a_no_op_as_in_cuda_pytorch() -> None:
+    """``torch.cuda.set_device(-1)`` (cnn-text-classification's ``-device -1`` default) and ``torch.cuda.device(-1)``
+    change nothing on a CUDA machine; the pretend one must not raise."""
+    with pretend_cuda(device_count=2):
+        torch.cuda.set_device(1)
+        torch.cuda.set_device(-1)
+        assert 1 == torch.cuda.current_device()
+        with torch.cuda.device(-1):
+            assert 1 == torch.cuda.current_device()
+        with torch.cuda.device(0):
+            assert 0 == torch.cuda.current_device()
+        assert 1 == torch.cuda.current_device()
+
+
 def test_exit_restores_after_an_exception_and_the_default_device() -> None:
     def fail() -> None:
         with pretend_cuda():
@@ -406,6 +420,25 @@ def _traceback(tb: TracebackType | None) -> list[TracebackType]:
         frames.append(tb)
         tb = tb.tb_next
     return frames
+
+
+def test_an_optimizer_pickled_whole_comes_back_with_its_state_on_the_gpu(tmp_path) -> None:
+    """``torch.save({"model": model, "optimizer": optimizer})`` (the image-captioning tutorial's checkpoint): on a
+    GPU the optimizer's state loads back onto the GPU, next to its parameters; Adam's ``step`` stays on the CPU."""
+    with pretend_cuda():
+        model = nn.Linear(3, 3).cuda()
+        optimizer = torch.optim.Adam(model.parameters())
+        model(torch.randn(2, 3, device="cuda")).sum().backward()
+        optimizer.step()
+        torch.save({"model": model, "optimizer": optimizer}, tmp_path / "checkpoint.pth.tar")
+        loaded = torch.load(tmp_path / "checkpoint.pth.tar", weights_only=False)
+        param = loaded["optimizer"].param_groups[0]["params"][0]
+        assert param is loaded["model"].weight
+        state = loaded["optimizer"].state[param]
+        assert (CUDA0, CUDA0, torch.device("cpu")) == (state["exp_avg"].device, state["exp_avg_sq"].device,
+                                                       state["step"].device)  # fmt: skip
+        loaded["model"](torch.randn(2, 3, device="cuda")).sum().backward()
+        loaded["optimizer"].step()
 
 
 def test_torch_load_with_a_cuda_map_location_lands_on_the_pretend_gpu(tmp_path) -> None:

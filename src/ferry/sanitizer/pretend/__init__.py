@@ -233,12 +233,17 @@ def _cuda_functions(state: _State) -> dict[str, Any]:
     def index_of(device: Any = None) -> int:
         return state.current if device is None else state.resolve(device).index or 0
 
+    def negative(device: Any) -> bool:
+        """``set_device(-1)``, ``torch.cuda.device(-1)``: a no-op in CUDA PyTorch (a ``-device -1`` CPU default)."""
+        return isinstance(device, int) and not isinstance(device, bool) and device < 0
+
     def set_device(device: Any) -> None:
-        state.current = index_of(device)
+        if not negative(device):
+            state.current = index_of(device)
 
     class _device_ctx:  # stands in for the class torch.cuda.device
         def __init__(self, device: Any) -> None:
-            self.index = -1 if device is None else index_of(device)
+            self.index = -1 if device is None or negative(device) else index_of(device)
             self.previous = -1
 
         def __enter__(self) -> None:
@@ -992,6 +997,11 @@ def _load_onto_pretend_devices(load: Callable[..., Any], state: _State) -> Calla
         def place(x: Any) -> Any:
             if isinstance(x, torch.nn.Module):
                 return x._apply(lambda t: t if (d := device_for(t)) is None else move(t, d))  # type: ignore[no-untyped-call]
+            if isinstance(x, torch.optim.Optimizer):  # `torch.save(optimizer)`: its state, keyed by parameters
+                for param_state in x.state.values():
+                    for key, value in list(param_state.items()):
+                        param_state[key] = tree_map(place, value)
+                return x
             if isinstance(x, torch.Tensor):
                 device = device_for(x)
                 if device is None:
