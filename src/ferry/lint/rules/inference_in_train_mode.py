@@ -98,7 +98,7 @@ from ferry.lint.rules._training import (
     scope_node,
     walk_scope,
 )
-from ferry.lint.torch_api import LOADS, MODE_FREE_LAYERS, NO_GRAD
+from ferry.lint.torch_api import LEGACY_CONSTRUCTORS, LOADS, MODE_FREE_LAYERS, NO_GRAD
 
 #: Methods through which a model is used for prediction.
 PREDICT_METHODS = frozenset({"forward", "inference", "predict"})
@@ -949,7 +949,7 @@ def _predicted_after_training_here(facts: _Facts) -> Iterator[Finding]:
             ):
                 continue  # a function of the file that switches the (global) model's mode
             _, built = facts.binding(model, prediction)
-            if built is None or facts.mode_free(built) or facts.known_eval(built):
+            if built is None or facts.mode_free(built) or facts.known_eval(built) or _tensor_type(ctx, built):
                 continue
             reported.add(model)
             yield Finding(
@@ -959,6 +959,14 @@ def _predicted_after_training_here(facts: _Facts) -> Iterator[Finding]:
                 f"uses batch statistics; fix: call `{model}.eval()` before predicting (and `{model}.train()` "
                 f"before training again)",
             )
+
+
+def _tensor_type(ctx: FileContext, value: ast.AST) -> bool:
+    """``torch.cuda.LongTensor if cuda else torch.LongTensor``: a legacy tensor type, whose calls make tensors."""
+    if isinstance(value, ast.IfExp):
+        return _tensor_type(ctx, value.body) and _tensor_type(ctx, value.orelse)
+    full = ctx.qualname(value) if isinstance(value, ast.Attribute | ast.Name) else None
+    return full is not None and full.removeprefix("torch.").removeprefix("cuda.") in LEGACY_CONSTRUCTORS
 
 
 #: Calls that take a model without switching its mode (``torch.save(model, path)`` in a loop that validates).
