@@ -107,6 +107,14 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("crnn_ocr.py", "FRY003", 347): "torch.load(model_path) without map_location",
     ("crnn_ocr.py", "FRY003", 401): "torch.load(opt.pretrained) without map_location",
     ("crnn_ocr.py", "FRY009", 451): "torch.save(crnn.state_dict()) of the DataParallel wrapper under --cuda",
+    # held-out round 8: the authors load with torch.load(path) and no map_location; MoCo saves the state_dict of its
+    # DistributedDataParallel wrapper (keys with `module.`, which main_lincls strips by hand)
+    ("cnn_text_kim.py", "FRY003", 381): "torch.load(args.snapshot) without map_location",
+    ("cnn_text_kim.py", "FRY003", 407): "torch.load(best_path) without map_location",
+    ("seq2seq_packed_attention.py", "FRY003", 521): "torch.load(MODEL_PATH) without map_location",
+    ("show_attend_tell.py", "FRY003", 482): "torch.load(checkpoint) without map_location",
+    ("moco_pretrain_lincls.py", "FRY009", 605): "save_checkpoint of the DDP model's state_dict (module. keys)",
+    ("moco_pretrain_lincls.py", "FRY009", 845): "save_checkpoint of the DDP model's state_dict (module. keys)",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.
