@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,28 @@ def test_models_trained_one_after_another_add_their_steps_up() -> None:
             student_only.weight.sum().item()  # only in this last phase: still once per step of its own
     assert 9 == report.optimizer_steps
     assert [1.0, 1.0] == list(report.host_syncs_per_step().values())
+
+
+def test_a_freed_optimizer_lends_no_count_to_one_made_at_its_address() -> None:
+    # Python reuses a freed object's id(): a student's optimizer can sit where the teacher's was, and must still
+    # start a step of its own (CI once counted 8 of the 9 steps above this way)
+    sanitizer = ferry.sanitize(pretend="cuda")
+    with sanitizer as report:
+        teacher = nn.Linear(3, 2).cuda()
+        optimizer = torch.optim.SGD(teacher.parameters(), lr=0.1)
+        for _ in range(3):
+            _train_step(teacher, optimizer, "cuda")
+            optimizer.step()
+        del optimizer
+        gc.collect()
+        assert 0 == len(sanitizer._steps_by_optimizer)  # nothing kept that a new optimizer at that address could match
+        assert 0 == len(sanitizer._stepped_this_round)
+        student = nn.Linear(3, 1).cuda()
+        optimizer = torch.optim.SGD(student.parameters(), lr=0.1)
+        for _ in range(2):
+            _train_step(student, optimizer, "cuda")
+            optimizer.step()
+    assert 5 == report.optimizer_steps
 
 
 def test_data_dependent_shapes_and_boolean_masks_are_host_syncs() -> None:

@@ -27,6 +27,7 @@ import contextlib
 import os
 import sys
 import warnings
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from types import FrameType, TracebackType
@@ -149,8 +150,10 @@ class Sanitizer:
         self._mode: SanitizerMode | None = None
         self._patches: Patches | None = None
         self._step_hook: RemovableHandle | None = None
-        self._stepped_this_round: set[int] = set()
-        self._steps_by_optimizer: Counter[int] = Counter()
+        # Weakly keyed: an optimizer freed after its phase must not lend its count to a new one that Python places
+        # at the same address (``id()`` is reused), or the new phase is not counted as a step.
+        self._stepped_this_round: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
+        self._steps_by_optimizer: weakref.WeakKeyDictionary[torch.optim.Optimizer, int] = weakref.WeakKeyDictionary()
 
     def __enter__(self) -> SanitizeReport:
         from ferry.sanitizer._mode import SanitizerMode
@@ -228,13 +231,12 @@ class Sanitizer:
         # generator). A round ends when one of its optimizers steps again, or when an optimizer steps for the first
         # time after the round's others have stepped before: a model trained after another one.
         stepped, counts = self._stepped_this_round, self._steps_by_optimizer
-        key = id(optimizer)
-        new_phase = counts[key] == 0 and any(counts[other] > 1 for other in stepped)
-        if not stepped or key in stepped or new_phase:
+        new_phase = optimizer not in counts and any(counts.get(other, 0) > 1 for other in stepped)
+        if not stepped or optimizer in stepped or new_phase:
             stepped.clear()
             self.report.optimizer_steps += 1
-        stepped.add(key)
-        counts[key] += 1
+        stepped.add(optimizer)
+        counts[optimizer] = counts.get(optimizer, 0) + 1
         message = misplaced_state(optimizer)
         if message is None:
             return
