@@ -15,6 +15,7 @@ when any program fails or reports a finding.
 from __future__ import annotations
 
 import argparse
+import builtins
 import contextlib
 import io
 import json
@@ -90,6 +91,7 @@ def run_program(
     cwd = os.getcwd()
     argv = sys.argv
     state = torch.random.get_rng_state()
+    printer = builtins.print
     torch.manual_seed(0)
     random.seed(0)
     with tempfile.TemporaryDirectory() as folder, warnings.catch_warnings():
@@ -121,6 +123,11 @@ def run_program(
             sys.argv = argv
             torch.random.set_rng_state(state)
             torch.backends.cudnn.benchmark = False
+            builtins.print = printer  # a worker process of a distributed script may silence print
+            # a program that failed before its `destroy_process_group()` leaves its group behind, and the next
+            # program run in this interpreter would fail at its `init_process_group` (a fresh process has none)
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                torch.distributed.destroy_process_group()
     if sanitize and report is not None:
         findings = [
             {"kind": f.kind, "line": f.where.line, "file": f.where.file, "message": f.message.splitlines()[0]}
