@@ -234,6 +234,9 @@ class CallsMixin(DevicesMixin):
                 reads_only(m) and feeds_submodule(self.ctx, m) for m in defined_by_modules
             ):  # `self.policy.sample(state)` with a Gaussian or a deterministic policy: each runs its layers on it
                 return self._call_module(node, receiver, args, kwargs, method=True)
+            if not defined_by_modules and submodule_attribute(self.ctx, method):
+                # `model.encoder(src)` from outside the model: a layer kept in `__init__`, where the model is
+                return self._call_module(node, replace(receiver, loss=False), args, kwargs, method=True)
             if _reading_method(self.ctx, method):  # several classes define it, and none changes its module
                 return UNKNOWN
             if tracked and (method not in SAFE_MODULE_USES or _assigns_state(node)):
@@ -340,6 +343,17 @@ class CallsMixin(DevicesMixin):
         if call.args:
             return len(call.args) == 1 and self._is_dtype(call.args[0])
         return func.attr == "to" and any(k.arg == "dtype" for k in call.keywords)
+
+    def _to_host(self, call: ast.Call) -> bool:
+        """``x.cpu()``, ``x.to("cpu")``, ``x.to(device="cpu")``: a move to the host, written so."""
+        if not isinstance(call.func, ast.Attribute) or call.func.attr not in MOVES:
+            return False
+        if call.func.attr == "cpu":
+            return True
+        target = next((k.value for k in call.keywords if k.arg == "device"), None)
+        if target is None and call.args and not isinstance(call.args[0], ast.Starred):
+            target = call.args[0]
+        return target is not None and self.device_where(target) == HOST
 
     def _is_dtype(self, node: ast.expr) -> bool:
         full = self.ctx.qualname(node)
@@ -489,6 +503,13 @@ class CallsMixin(DevicesMixin):
             return Val("seq", element=replace(args[0], origin=None, name=None))  # `train, val = random_split(...)`
         if full in self.ctx.kinds.classes and self.ctx.kinds.class_is_module(full):
             params, aware = self._class_info(full)
+            parts = [a for a in [*args, *kwargs.values()] if a.what == "module" and a.params]
+            if params is None and parts:
+                # `Seq2Seq(encoder, decoder)`: built of layers with weights given to it, it sits where they are
+                if {a.where for a in parts} == {DEVICE} and len({a.dev for a in parts}) == 1:
+                    return Val("module", DEVICE, dev=parts[0].dev, params=True)
+                if {a.where for a in parts} == {HOST}:
+                    params = True
             # an argument that is a device (`Net(device)`, `Net(dev="cuda")`); a bare number is a size here, not a
             # device ordinal (`Model(layer, vocab_size=5)`), unless its keyword names a device
             given = [
@@ -737,13 +758,15 @@ class CallsMixin(DevicesMixin):
                         and c.func.attr in MOVES
                         and not self._fresh_factory(c.func.value)
                         and not self._converts_only(c)  # `X = X.to(torch.float32)` in forward
+                        and not self._to_host(c)  # `lengths.to("cpu")` for pack_padded_sequence: weights stay put
                         for c in ast.walk(node)
                     )
             elif isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Attribute) and func.attr in MOVES and not self._converts_only(node):
                     receiver = (dotted(func.value) or ".").split(".")[0]
-                    aware = aware or receiver == "self" or receiver in forward_args
+                    # an input moved to the host (`lengths.to("cpu")` to pack a sequence) leaves the weights put
+                    aware = aware or receiver == "self" or (receiver in forward_args and not self._to_host(node))
                 if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter"):
                     params = True
                 full = self.ctx.qualname(func) or ""
@@ -798,8 +821,8 @@ class CallsMixin(DevicesMixin):
         for param, value in passed:
             if param is None or param not in (*positional, *named):
                 return False
-            if self.device_where(value) is None and "device" not in param.lower():
-                continue
+            if (self.device_where(value) is None or _is_int(value)) and "device" not in param.lower():
+                continue  # a bare number is a size or an index here (`pad_idx=0`), as for the call's devices
             if "device" not in param.lower() or self._places_weights(cls, init, param):
                 return False
         return True
@@ -1214,6 +1237,62 @@ def file_method(ctx: FileContext, name: str) -> ast.FunctionDef | None:
                     return None
                 found.append(stmt)
     return found[0] if len(found) == 1 else None
+
+
+def submodule_attribute(ctx: FileContext, name: str) -> bool:
+    """Whether ``self.<name>`` is a layer in every ``nn.Module`` class of the file that keeps one in ``__init__``.
+
+    A layer: built there (``self.fc = nn.Linear(...)``, a module class of the file), or an ``__init__`` parameter
+    that every construction of the class in the file passes a module (``Seq2Seq(enc, dec)`` with ``enc =
+    Encoder(...)``). ``False`` when some class keeps something else under that name (``self.act = act_fn``, a
+    function: it runs wherever its input is) or no class keeps it, or a class of the file defines a method of that
+    name.
+    """
+    found = False
+    for cls_name, cls in ctx.kinds.classes.items():
+        if any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name for s in cls.body):
+            return False
+        if not ctx.kinds.class_is_module(cls_name):
+            continue
+        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if init is None or not init.args.args:
+            continue
+        me = init.args.args[0].arg
+        for node in ast.walk(init):
+            if not isinstance(node, ast.Assign):
+                continue
+            kept = [t for t in node.targets if isinstance(t, ast.Attribute) and dotted(t) == f"{me}.{name}"]
+            if not kept:
+                continue
+            if not (_built_layer(ctx, node.value) or _passed_layer(ctx, cls_name, init, node.value)):
+                return False
+            found = True
+    return found
+
+
+def _built_layer(ctx: FileContext, value: ast.expr) -> bool:
+    kind = ctx.kind(value)
+    return isinstance(value, ast.Call) and kind is not None and kind.is_module
+
+
+def _passed_layer(ctx: FileContext, cls_name: str, init: ast.FunctionDef, value: ast.expr) -> bool:
+    """``self.encoder = encoder`` of a parameter that each ``cls_name(...)`` of the file passes a module."""
+    if not isinstance(value, ast.Name):
+        return False
+    names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+    if value.id not in names and value.id not in {a.arg for a in init.args.kwonlyargs}:
+        return False
+    sites = [n for n in ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == cls_name]
+    for site in sites:
+        passed = next((k.value for k in site.keywords if k.arg == value.id), None)
+        if passed is None and value.id in names and names.index(value.id) < len(site.args):
+            passed = site.args[names.index(value.id)]
+        if passed is None or isinstance(passed, ast.Starred):
+            return False
+        kind = ctx.kind(passed)
+        if kind is None or not kind.is_module:
+            return False
+    return bool(sites)
 
 
 def module_methods(ctx: FileContext, name: str) -> list[ast.FunctionDef]:

@@ -211,9 +211,12 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         return b  # where a tensor is needed, it is the tensor of the other branch (a list there fails anyway)
     if b.what == "seq" and a.what in TENSORISH:
         return a
-    if a.what != b.what and not {a.what, b.what} <= {"tensor", "output", "any"}:
+    if a.what != b.what and not {a.what, b.what} <= {"tensor", "output", "any"} | ({"module"} & {a.what, b.what}):
         return UNKNOWN
-    what = a.what if a.what == b.what else "tensor" if {a.what, b.what} <= set(TENSORISH) else "any"
+    if {a.what, b.what} == {"any", "module"}:  # `if args.gpu is not None: model = model.cuda(args.gpu)` of a model
+        what = "module"  # built by a name lookup, `else: model = nn.DataParallel(model).cuda()`: a module either way
+    else:
+        what = a.what if a.what == b.what else "tensor" if {a.what, b.what} <= set(TENSORISH) else "any"
     pick = a
     if a.where == b.where:
         where = a.where
