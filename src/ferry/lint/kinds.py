@@ -364,7 +364,26 @@ class KindInference:
                 return True
             if full in self.classes and self.class_is_module(full, _seen | {name}):
                 return True
+            held = self._class_attribute_class(full)  # `class pl: LightningModule = LightningModule`
+            if held is not None and self.class_is_module(held, _seen | {name}):
+                return True
         return False
+
+    def _class_attribute_class(self, full: str) -> str | None:
+        """``A.B`` where ``A`` is a class of this file whose body binds ``B = C``, ``C`` a class of it: ``C``."""
+        owner, _, attr = full.rpartition(".")
+        cls = self.classes.get(owner)
+        if cls is None:
+            return None
+        for stmt in cls.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == attr for t in stmt.targets)
+                and isinstance(stmt.value, ast.Name)
+                and stmt.value.id in self.classes
+            ):
+                return stmt.value.id
+        return None
 
     def infer(self, node: ast.AST) -> Kind | None:
         """The kind of expression ``node`` where it stands, or ``None`` when unknown (or too deep to follow)."""

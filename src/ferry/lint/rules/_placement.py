@@ -533,6 +533,11 @@ def _device_flag(test: ast.AST) -> bool:
     parts = node.values if isinstance(node, ast.BoolOp) else [node]
     for part in parts:
         inner = part.operand if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not) else part
+        if isinstance(inner, ast.Compare) and len(inner.ops) == 1:
+            # `args.gpu is not None`, `len(gpu_ids) > 0`: the GPUs the user asked for, or none
+            inner = inner.left
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "len":
+            inner = inner.args[0] if len(inner.args) == 1 else inner  # `if len(gpus):`, a list of GPU ids
         name = dotted(inner) if isinstance(inner, ast.Name | ast.Attribute) else None
         if name is not None and any(word in name.rsplit(".", 1)[-1].lower() for word in _FLAG_WORDS):
             return True
@@ -1559,6 +1564,8 @@ class _Flow(CallsMixin):
             return Val("module", params=False, loss=True)  # a loss function of the file, passed on as a value
         if isinstance(node, ast.Attribute):
             owner = self.ev(node.value)
+            if owner.what == "unknown" and (kept := self._instance_device(node)) is not None:
+                return kept
             if owner.what in (*TENSORISH, "any", "module") and node.attr == "device":
                 return Val("device", owner.where, dev=self.segment(node))
             if owner.what in TENSORISH:
@@ -1567,6 +1574,20 @@ class _Flow(CallsMixin):
                 if owner.what == "output" or node.attr in SAME_DEVICE_ATTRIBUTES:
                     return replace(owner, what=owner.what if owner.what == "output" else "tensor")
         return UNKNOWN
+
+    def _instance_device(self, node: ast.Attribute) -> Val | None:
+        """``runner.root_device`` of an instance of a plain class of the file: the device its ``__init__`` keeps.
+
+        Only a device that no method rebinds (see :meth:`instance_attributes`).
+        """
+        kind = self.ctx.kind(node.value)
+        if kind is None or kind.name != "instance" or kind.cls is None:
+            return None
+        cls = self.ctx.kinds.classes.get(kind.cls)
+        if cls is None:
+            return None
+        val = self.instance_attributes(cls).get(f"self.{node.attr}")
+        return replace(val, origin=None, name=None) if val is not None and val.what == "device" else None
 
     def _if_expression(self, node: ast.IfExp, top: bool) -> Val:
         self.ev(node.test)

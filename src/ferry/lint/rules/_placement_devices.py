@@ -35,6 +35,7 @@ class DevicesMixin:
     if TYPE_CHECKING:
 
         def _peek(self, node: ast.expr) -> Val: ...
+        def _instance_device(self, node: ast.Attribute) -> Val | None: ...
 
     def device_where(self, node: ast.expr, pure: bool = False) -> str | None:
         """Whether the device expression ``node`` is the host, the chosen device, or not known (``None``).
@@ -86,6 +87,8 @@ class DevicesMixin:
                 return val.where
             if val.what not in ("unknown", "str"):
                 return None
+        if not pure and isinstance(node, ast.Attribute) and (kept := self._instance_device(node)) is not None:
+            return kept.where  # `runner.root_device`, kept by the `__init__` of a plain class of the file
         if isinstance(node, ast.Attribute) and node.attr == "device":
             owner = UNKNOWN if pure else self._peek(node.value)
             if owner.what != "unknown":
