@@ -39,6 +39,7 @@ class S3Server:
     folder: Path
     log: Path
     buckets: list[str] = field(default_factory=list)
+    command: list[str] = field(default_factory=list)
 
     def options(self, **overrides: Any) -> dict[str, Any]:
         """``storage_options`` for ``s3fs``: this server's endpoint and credentials (``overrides`` replace them)."""
@@ -59,6 +60,22 @@ class S3Server:
             s3fs.S3FileSystem(**self.options()).mkdir(name)
             self.buckets.append(name)
         return name
+
+    def kill(self) -> None:
+        """Kill the server at once (SIGKILL), keeping its data: what a crashed or unplugged server does."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def restart(self, timeout: float = 60.0) -> None:
+        """Start the killed server again, on the same ports and data; wait until it answers."""
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET}
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(
+                self.command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        _wait(self, timeout)
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 10 s) and remove its data."""
@@ -140,24 +157,32 @@ def _start_once(timeout: float) -> S3Server:
     env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET}
     with open(log, "wb") as out:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    server = S3Server(f"http://127.0.0.1:{ports[_SERVICES.index('s3')]}", process, folder, log)
+    server = S3Server(f"http://127.0.0.1:{ports[_SERVICES.index('s3')]}", process, folder, log, command=args)
+    try:
+        _wait(server, timeout)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def _wait(server: S3Server, timeout: float) -> None:
+    """Wait until ``server`` answers an authenticated request; _PortTaken if it exits, RuntimeError on timeout."""
     deadline = time.monotonic() + timeout
     error: BaseException | None = None
     while time.monotonic() < deadline:
-        if process.poll() is not None:
+        if server.process.poll() is not None:
             break
         try:
             import s3fs
 
-            s3fs.S3FileSystem(**server.options()).ls("")
-            return server
+            s3fs.S3FileSystem(skip_instance_cache=True, **server.options()).ls("")
+            return
         except Exception as err:  # not up yet
             error = err
             time.sleep(0.3)
-    tail = log.read_text(errors="replace")[-2000:]
-    exited = process.poll() is not None
-    server.stop()
-    if exited:
+    tail = server.log.read_text(errors="replace")[-2000:]
+    if server.process.poll() is not None:
         raise _PortTaken(tail)
     raise RuntimeError(f"the S3 test server did not start ({error!r}); its log ends with:\n{tail}")
 

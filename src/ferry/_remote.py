@@ -347,7 +347,7 @@ def upload(url: str, storage_options: Mapping[str, Any] | None, write: Callable[
         write(stream)
     except BaseException as err:
         _discard(stream)
-        if isinstance(err, OSError | ConnectionError) and not isinstance(err, CheckpointError):
+        if isinstance(err, Exception) and not isinstance(err, CheckpointError):  # the server, the network, a part
             raise remote_error(url, err, "save") from err
         raise
     try:

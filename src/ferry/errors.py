@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ferry.checkpoint.state_dict import LoadReport
@@ -141,6 +141,13 @@ class DeviceMismatchError(DeviceError):
         self.fix = fix
 
 
+class _HasUrl(Protocol):
+    """A remote location: what has a ``url`` (``ferry._remote_path.RemotePath``)."""
+
+    @property
+    def url(self) -> str: ...
+
+
 class CheckpointError(FerryError):
     """A checkpoint cannot be written, found or restored.
 
@@ -150,9 +157,11 @@ class CheckpointError(FerryError):
     """
 
     def __init__(
-        self, message: str, *, path: str | os.PathLike[str] | None = None, cli_message: str | None = None
+        self, message: str, *, path: str | os.PathLike[str] | _HasUrl | None = None, cli_message: str | None = None
     ) -> None:
         super().__init__(message, cli_message=cli_message)
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            path = path.url  # a remote folder or object (ferry._remote_path.RemotePath)
         remote = isinstance(path, str) and "://" in path and not path.startswith("file://")
         self.url: str | None = path if remote else None  # type: ignore[assignment]
         self.path = Path(path) if path is not None and not remote else None

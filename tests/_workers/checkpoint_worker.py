@@ -2,7 +2,8 @@
 
 Usage: python -m torch.distributed.run --standalone --nproc-per-node N checkpoint_worker.py SCENARIO OUT_DIR [ARGS]
 
-Each rank writes OUT_DIR/<scenario>-rank<R>.json.
+Each rank writes OUT_DIR/<scenario>-rank<R>.json. A directory may be a URL of object storage; its storage options
+come from the environment variable FERRY_TEST_STORAGE_OPTIONS (JSON).
 """
 
 import itertools
@@ -22,6 +23,12 @@ import ferry.distributed
 
 DATA = torch.arange(40 * 4, dtype=torch.float32).reshape(40, 4).sin()
 TARGETS = DATA.sum(dim=1, keepdim=True).cos()
+
+
+def checkpointer(directory, **kwargs):
+    """``ferry.Checkpointer(directory)``, with the test's storage options for a URL of object storage."""
+    options = json.loads(os.environ.get("FERRY_TEST_STORAGE_OPTIONS", "null")) if "://" in str(directory) else None
+    return ferry.Checkpointer(directory, storage_options=options, **kwargs)
 
 
 def model(dropout=0.0):
@@ -99,7 +106,7 @@ def save_fsdp(directory):
     optimizer = torch.optim.Adam(wrapped.parameters(), lr=0.01)
     for _ in range(2):
         step(wrapped, optimizer)
-    with ferry.Checkpointer(directory) as ckpt:
+    with checkpointer(directory) as ckpt:
         ckpt.save(2, {"model": wrapped, "optimizer": optimizer, "epoch": 7})
     return {"params": params(wrapped), "optimizer": optimizer_state(wrapped, optimizer)}
 
@@ -113,7 +120,7 @@ def restore_fsdp(directory):
     optimizer = torch.optim.Adam(wrapped.parameters(), lr=0.5)
     state = {"model": wrapped, "optimizer": optimizer, "epoch": 0}
     torch.manual_seed(50 + dist.get_rank())
-    with warnings.catch_warnings(record=True) as caught, ferry.Checkpointer(directory) as ckpt:
+    with warnings.catch_warnings(record=True) as caught, checkpointer(directory) as ckpt:
         warnings.simplefilter("always")
         restored = ckpt.restore(state)
     after = {"params": params(wrapped), "optimizer": optimizer_state(wrapped, optimizer)}
@@ -246,6 +253,7 @@ SCENARIOS = {
     "restore_and_save_fsdp": lambda a: restore_and_save_fsdp(a[0], a[1]),
     "save_and_restore_fsdp": lambda a: save_and_restore_fsdp(a[0], a[1], a[2]),
     "die": lambda a: die(a[0]),
+    "remote_fsdp": lambda a: {"saved": save_fsdp(a[0]), "restored": restore_fsdp(a[0])},
 }
 
 if __name__ == "__main__":

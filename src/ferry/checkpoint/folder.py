@@ -30,6 +30,7 @@ from typing import Any
 
 import xxhash
 
+from ferry._remote_path import RemotePath
 from ferry.errors import UnsafeCheckpointError
 
 __all__ = [
@@ -69,7 +70,9 @@ MANIFEST_VERSION = 1
 STEP_DIGITS = 9
 #: A rank's file of a sharded folder: its pieces (``shard-``) or its RNG states (``rng-``), and the rank.
 RANK_FILE = re.compile(r"^(shard|rng)-(\d+)\.safetensors$")
-_STEP_NAME = re.compile(r"^step-(\d+)$")
+#: A step folder: ``step-<n>``, or on object storage ``step-<n>.<save sequence>``, a later save of a step whose first
+#: folder is committed (:mod:`ferry.checkpoint.run.remote`: committed folders are never written again).
+_STEP_NAME = re.compile(r"^step-(\d+)(?:\.\d+)?$")
 #: A Hugging Face Trainer's checkpoint folder: ``transformers.trainer_utils.PREFIX_CHECKPOINT_DIR`` + ``-<step>``.
 _TRAINER_NAME = re.compile(r"^checkpoint-(\d+)$")
 #: ``manifest.json``'s ``layout`` in a Trainer checkpoint folder written by ``ferry.integrations.transformers``.
@@ -90,8 +93,10 @@ def step_name(step: int) -> str:
 def step_of(name: str) -> int | None:
     """The step a folder name stands for (``step-<digits>``, any number of digits), else ``None``.
 
-    >>> step_of("step-000000420"), step_of("step-7"), step_of("best")
-    (420, 7, None)
+    A later save of a committed step on object storage is ``step-<digits>.<save sequence>``.
+
+    >>> step_of("step-000000420"), step_of("step-7"), step_of("step-000000420.9"), step_of("best")
+    (420, 7, 420, None)
     """
     match = _STEP_NAME.match(name)
     return int(match.group(1)) if match else None
@@ -117,14 +122,15 @@ def folder_step(name: str) -> int | None:
     return step if step is not None else trainer_step_of(name)
 
 
-def file_checksum(path: str | os.PathLike[str]) -> str:
+def file_checksum(path: str | os.PathLike[str] | RemotePath) -> str:
     """The ``xxh3_64`` of a whole file's bytes (seed 0), as 16 hex digits; read in 8 MiB pieces.
 
     Raises:
         OSError: the file cannot be read.
     """
     digest = xxhash.xxh3_64()
-    with open(path, "rb", buffering=0) as handle:
+    opened = path.fs.open(path.fs_path, "rb") if isinstance(path, RemotePath) else open(path, "rb", buffering=0)  # noqa: SIM115
+    with opened as handle:
         buffer = bytearray(8 << 20)
         view = memoryview(buffer)
         while count := handle.readinto(buffer):
@@ -142,22 +148,26 @@ def rng_file(rank: int) -> str:
     return f"rng-{rank:05d}.safetensors"
 
 
-def has_shards(folder: str | os.PathLike[str]) -> bool:
+def _as_folder(folder: str | os.PathLike[str] | RemotePath) -> Path | RemotePath:
+    return folder if isinstance(folder, RemotePath) else Path(folder)
+
+
+def has_shards(folder: str | os.PathLike[str] | RemotePath) -> bool:
     """Whether ``folder`` holds state saved through DCP with ferry's storage (a ``shards.json``)."""
-    return (Path(folder) / SHARDS_FILE).is_file()
+    return (_as_folder(folder) / SHARDS_FILE).is_file()
 
 
-def is_plain_dcp(folder: str | os.PathLike[str]) -> bool:
+def is_plain_dcp(folder: str | os.PathLike[str] | RemotePath) -> bool:
     """Whether DCP's own ``FileSystemWriter`` wrote ``folder``: a pickled ``.metadata``, no ``shards.json``."""
-    return (Path(folder) / PLAIN_DCP_METADATA).is_file() and not has_shards(folder)
+    return (_as_folder(folder) / PLAIN_DCP_METADATA).is_file() and not has_shards(folder)
 
 
-def is_sharded(folder: str | os.PathLike[str]) -> bool:
+def is_sharded(folder: str | os.PathLike[str] | RemotePath) -> bool:
     """Whether ``folder`` holds state saved through DCP: ferry's ``shards.json``, or DCP's own pickled ``.metadata``."""
     return has_shards(folder) or is_plain_dcp(folder)
 
 
-def is_step_folder(path: Path) -> bool:
+def is_step_folder(path: Path | RemotePath) -> bool:
     """Whether ``path`` is one checkpoint folder, not a run directory.
 
     That is: named ``step-<n>`` (or ``checkpoint-<n>``, a Hugging Face Trainer's), or holding a checkpoint's files
@@ -168,7 +178,7 @@ def is_step_folder(path: Path) -> bool:
     )
 
 
-def read_manifest(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
+def read_manifest(folder: Path | RemotePath) -> tuple[dict[str, Any] | None, str | None]:
     """``(manifest, None)`` when ``folder`` is complete, else ``(None, what is wrong)``.
 
     Complete means: ``manifest.json`` parses, names the ferry checkpoint format, and every file it lists exists with
@@ -202,7 +212,7 @@ def read_manifest(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
     return manifest, None
 
 
-def plain_dcp_error(folder: str | os.PathLike[str]) -> UnsafeCheckpointError:
+def plain_dcp_error(folder: str | os.PathLike[str] | RemotePath) -> UnsafeCheckpointError:
     """The error for a folder written by DCP's ``FileSystemWriter`` that ferry was asked to read without trust.
 
     The message says what the folder is, why ferry does not read it (its ``.metadata`` is a pickle), and the command

@@ -31,6 +31,14 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON object for scripts instead of tables")
+    remote = argparse.ArgumentParser(add_help=False)
+    remote.add_argument(
+        "--storage-options",
+        metavar="JSON",
+        help="for URLs of object storage (s3://bucket/run): the fsspec file system's options as JSON, e.g. "
+        '\'{"client_kwargs": {"endpoint_url": "http://127.0.0.1:8333"}}\' (credentials also come from the AWS_* '
+        "environment variables)",
+    )
     trusted = argparse.ArgumentParser(add_help=False)
     trusted.add_argument(
         "--trusted",
@@ -46,46 +54,43 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="<command>")
 
     ls = commands.add_parser(
-        "ls", parents=[common], help="a run directory's checkpoints", description="List a Checkpointer run "
+        "ls", parents=[common, remote], help="a run directory's checkpoints", description="List a Checkpointer run "
         "directory: each checkpoint's step, time, size, whether it is complete (and why not), which retention rule "
-        "keeps it (last, every, best; '—' when gc would remove it), the newest (*), and stale temporary folders.",
+        "keeps it (last, every, best; '—' when gc would remove it), the newest (*), and stale temporary folders. "
+        "DIR may be the URL of a run on object storage (s3://bucket/run).",
     )  # fmt: skip
     ls.add_argument("dir", metavar="DIR", help="the run directory (the folder holding step-<n> folders)")
     ls.set_defaults(handler="ckpt_run:ls_main")
 
     inspect = commands.add_parser(
-        "inspect", parents=[common, trusted], help="what a checkpoint holds", description="Show a checkpoint's tree "
-        "(every tensor's shape, dtype and size; plain values), parameter counts per top-level entry and in total, "
-        "and its metadata (step, time, torch version, devices if recorded, RNG states). PATH is a ferry or "
-        "safetensors file (only the header is read), a torch.save file, a step-<n> folder (a sharded one too: its "
-        "tensors' global shapes, pieces and rank files, and its files), or a run directory (its newest checkpoint). "
-        "Folders written by torch.distributed.checkpoint itself (a pickled .metadata) are refused.",
+        "inspect", parents=[common, trusted, remote], help="what a checkpoint holds",
+        description="Show a checkpoint's tree (every tensor's shape, dtype and size; plain values), parameter counts "
+        "per top-level entry and in total, and its metadata (step, time, torch version, devices if recorded, RNG "
+        "states). PATH is a ferry or safetensors file (only the header is read), a torch.save file, a step-<n> folder "
+        "(a sharded one too: its tensors' global shapes, pieces and rank files, and its files), or a run directory "
+        "(its newest checkpoint). Folders written by torch.distributed.checkpoint itself (a pickled .metadata) are "
+        "refused. PATH may be a URL of object storage.",
     )  # fmt: skip
     inspect.add_argument("path", metavar="PATH")
     inspect.set_defaults(handler="ckpt_inspect:inspect_main")
 
     verify = commands.add_parser(
-        "verify", parents=[common], help="check files and checkpoint folders", description="Verify a file (ferry "
-        "files: the header's CRC-32 and every tensor's xxh3_64, crc32 in files from before format 2; safetensors "
-        "header and sizes; torch.save zip CRCs or a restricted load), a step-<n> folder (manifest, sizes, "
+        "verify", parents=[common, remote], help="check files and checkpoint folders", description="Verify a "
+        "file (ferry files: the header's CRC-32 and every tensor's xxh3_64, crc32 in files from before format 2; "
+        "safetensors header and sizes; torch.save zip CRCs or a restricted load), a step-<n> folder (manifest, sizes, "
         "checksums, step; for a sharded one also the SHA-256 of shards.json and every piece of every rank file) or "
-        "every checkpoint of a run directory. Exit 1 if anything fails. PATH may be the URL of one file on object "
-        "storage (s3://bucket/run/model.safetensors; credentials from the AWS_* environment variables or "
+        "every checkpoint of a run directory. Exit 1 if anything fails. PATH may be a URL of object storage (a "
+        "file, a step folder or a run: s3://bucket/run; credentials from the AWS_* environment variables or "
         "--storage-options).",
     )  # fmt: skip
     verify.add_argument("path", metavar="PATH")
-    verify.add_argument(
-        "--storage-options",
-        metavar="JSON",
-        help='for a URL: the fsspec file system\'s options as JSON, e.g. \'{"client_kwargs": {"endpoint_url": '
-        '"http://127.0.0.1:8333"}}\'',
-    )
     verify.set_defaults(handler="ckpt_verify:verify_main")
 
     diff = commands.add_parser(
-        "diff", parents=[common, trusted], help="compare two checkpoints", description="Compare two checkpoints "
-        "entry by entry: added, removed and changed entries, shape and dtype changes, the largest absolute "
-        "difference of each tensor, changed plain values. Exit 1 if they differ.",
+        "diff", parents=[common, trusted, remote], help="compare two checkpoints", description="Compare two "
+        "checkpoints entry by entry: added, removed and changed entries, shape and dtype changes, the largest absolute "
+        "difference of each tensor, changed plain values. Exit 1 if they differ. A and B may be URLs of object "
+        "storage.",
     )  # fmt: skip
     diff.add_argument("a", metavar="A")
     diff.add_argument("b", metavar="B")
@@ -104,15 +109,23 @@ def _parser() -> argparse.ArgumentParser:
     convert.set_defaults(handler="ckpt_convert:convert_main")
 
     gc = commands.add_parser(
-        "gc", parents=[common], help="remove checkpoints the retention policy lets go", description="Apply the "
-        "retention policy recorded in the newest manifest (the flags override it) and remove stale temporary "
-        "folders. Never removes the newest complete checkpoint, the best, or incomplete checkpoints.",
+        "gc", parents=[common, remote], help="remove checkpoints the retention policy lets go", description="Apply "
+        "the retention policy recorded in the newest manifest (the flags override it) and remove stale temporary "
+        "folders. Never removes the newest complete checkpoint, the best, or incomplete checkpoints. DIR may be the "
+        "URL of a run on object storage: there it also removes step folders that are no checkpoint (saves cut "
+        "short) and aborts incomplete multipart uploads.",
     )  # fmt: skip
     gc.add_argument("dir", metavar="DIR", help="the run directory")
     gc.add_argument("--keep-last", type=int, metavar="N", help="keep the N most recently saved")
     gc.add_argument("--keep-every", metavar="N", help="keep every step divisible by N ('none': no such rule)")
     gc.add_argument("--keep-best", metavar="METRIC:min|max", help="keep the best by a metric ('none': no such rule)")
     gc.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+    gc.add_argument(
+        "--break-lock",
+        action="store_true",
+        help="first delete the run's write lock, whoever holds it: for a lock left by a writer on another host that "
+        "is gone (never while it may still run)",
+    )
     gc.set_defaults(handler="ckpt_run:gc_main")
     return parser
 
@@ -141,9 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     - ``ls DIR``: :func:`ferry.checkpoint.tools.list_run`.
     - ``inspect PATH [--trusted]``: :func:`ferry.checkpoint.tools.describe`.
     - ``verify PATH``: ``{"path", "ok", "checked": [Check], "notes"}`` (:class:`ferry.checkpoint.tools.Check`).
+    - ``--storage-options JSON`` (ls, inspect, verify, diff, gc): the fsspec options for URLs of object storage.
     - ``diff A B [--atol X] [--trusted]``: :func:`ferry.checkpoint.tools.diff`.
     - ``convert IN OUT [--force] [--trusted]``: :func:`ferry.checkpoint.tools.convert`.
-    - ``gc DIR [--keep-last N] [--keep-every N] [--keep-best METRIC:min|max] [--dry-run]``:
+    - ``gc DIR [--keep-last N] [--keep-every N] [--keep-best METRIC:min|max] [--dry-run] [--break-lock]``:
       :func:`ferry.checkpoint.tools.collect`.
 
     Args:

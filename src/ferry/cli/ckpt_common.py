@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ferry._remote import is_url
 from ferry.checkpoint.tools import Meter
+from ferry.errors import ArgumentError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["PROGRESS_FROM", "human_bytes", "meter"]
+__all__ = ["PROGRESS_FROM", "human_bytes", "meter", "storage_options"]
 
 #: Work over this many bytes gets a progress bar (when stderr is a terminal).
 PROGRESS_FROM = 256 << 20
@@ -62,3 +66,32 @@ def meter(
             lambda nbytes: bar.advance(task, nbytes),
             lambda text: bar.update(task, description=text),
         )
+
+
+def storage_options(args: argparse.Namespace, *paths: str) -> dict[str, Any] | None:
+    """``--storage-options JSON`` as a dict; a usage error naming the flag when it is not a JSON object.
+
+    Raises:
+        ArgumentError: not a JSON object, or none of ``paths`` (the command's path arguments) is a URL.
+    """
+    text = getattr(args, "storage_options", None)
+    if text is None:
+        return None
+    if not any(is_url(path) for path in paths):
+        shown = " and ".join(repr(path) for path in paths)
+        raise ArgumentError(
+            f"--storage-options is for URLs of object storage (s3://bucket/key), but {shown} "
+            f"{'is a local path' if len(paths) == 1 else 'are local paths'}. Drop --storage-options, or pass the URL."
+        )
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ArgumentError(
+            f"--storage-options {text!r} is not JSON ({err.msg}). Pass an object, e.g. --storage-options "
+            '\'{"key": "...", "secret": "...", "client_kwargs": {"endpoint_url": "http://127.0.0.1:8333"}}\''
+        ) from None
+    if not isinstance(options, dict):
+        raise ArgumentError(
+            f"--storage-options must be a JSON object of fsspec options, got {type(options).__name__} {text!r}."
+        )
+    return options

@@ -8,6 +8,7 @@ from typing import Any
 
 from ferry.checkpoint.tools import diff
 from ferry.checkpoint.tools._paths import short_repr
+from ferry.cli.ckpt_common import storage_options
 
 
 def _side(description: dict[str, Any]) -> str:
@@ -60,7 +61,8 @@ def _print(report: dict[str, Any]) -> None:
 
 def diff_main(args: argparse.Namespace) -> int:
     """``ferry ckpt diff``: 0 when A and B hold the same entries and values (within ``--atol``), 1 when they differ."""
-    report = diff(args.a, args.b, atol=args.atol, trusted=args.trusted)
+    options = storage_options(args, args.a, args.b)
+    report = diff(args.a, args.b, atol=args.atol, trusted=args.trusted, storage_options=options)
     if args.json:
         print(json.dumps(report))
     else:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ferry.checkpoint.folder import STATE_FILE
 from ferry.checkpoint.tools import describe
-from ferry.cli.ckpt_common import human_bytes
+from ferry.cli.ckpt_common import human_bytes, storage_options
 
 
 def _metadata_text(key: str, value: Any) -> str:
@@ -97,7 +97,7 @@ def _print(report: dict[str, Any]) -> None:
 
 def inspect_main(args: argparse.Namespace) -> int:
     """``ferry ckpt inspect``: print :func:`inspect`'s report as tables or JSON; 0 when read."""
-    report = describe(args.path, trusted=args.trusted)
+    report = describe(args.path, trusted=args.trusted, storage_options=storage_options(args, args.path))
     if args.json:
         print(json.dumps(report))
     else:

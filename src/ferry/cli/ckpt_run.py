@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from ferry.checkpoint.run.folders import RetentionPolicy, scan
 from ferry.checkpoint.run.lock import LOCK_FILE
-from ferry.checkpoint.tools import collect, list_run, recorded_policy, run_directory
-from ferry.cli.ckpt_common import human_bytes
+from ferry.checkpoint.tools import collect, list_run, location, recorded_policy, run_directory
+from ferry.cli.ckpt_common import human_bytes, storage_options
 from ferry.errors import CheckpointError
 
 
@@ -73,7 +72,7 @@ def _print_listing(report: dict[str, Any]) -> None:
 
 def ls_main(args: argparse.Namespace) -> int:
     """``ferry ckpt ls``: 0 when listed (incomplete checkpoints are shown, not an error)."""
-    report = list_run(args.dir)
+    report = list_run(args.dir, storage_options=storage_options(args, args.dir))
     if args.json:
         print(json.dumps(report))
     else:
@@ -115,6 +114,9 @@ def _print_collection(report: dict[str, Any]) -> None:
     console = Console(highlight=False)
     verb = "would remove" if report["dry_run"] else "removed"
     console.print(Text(f"retention: {_policy_text(report['policy'], True)}"))
+    if report.get("broken_lock"):
+        holder = report["broken_lock"]
+        console.print(Text(f"deleted the write lock of pid {holder['pid']} on {holder['host']}", style="yellow"))
     for row in report["removed"]:
         console.print(Text(f"{verb} {row['folder']} (step {row['step']}, {human_bytes(row['bytes'])})"))
     for path in report["stale_temporaries"]:
@@ -133,9 +135,12 @@ def _print_collection(report: dict[str, Any]) -> None:
 
 def gc_main(args: argparse.Namespace) -> int:
     """``ferry ckpt gc``: 0 when done (or nothing to do), 2 when a removal failed (each failure named on stderr)."""
-    directory = Path(args.dir)
+    options = storage_options(args, args.dir)
+    directory = location(args.dir, options)
     policy, _ = recorded_policy(scan(run_directory(directory), trainer_folders=True))
-    report = collect(directory, _override(policy, args), dry_run=args.dry_run)
+    report = collect(
+        directory, _override(policy, args), dry_run=args.dry_run, break_lock=args.break_lock, storage_options=options
+    )
     if args.json:
         print(json.dumps(report))
     else:

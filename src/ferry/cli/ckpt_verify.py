@@ -6,36 +6,10 @@ import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from ferry._remote import is_url
 from ferry.checkpoint.tools import Check, verify_path
-from ferry.cli.ckpt_common import human_bytes, meter
-from ferry.errors import ArgumentError
-
-
-def storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``--storage-options JSON`` as a dict; a usage error naming the flag when it is not a JSON object."""
-    text = getattr(args, "storage_options", None)
-    if text is None:
-        return None
-    if not is_url(args.path):
-        raise ArgumentError(
-            f"--storage-options is for URLs of object storage (s3://bucket/key), but PATH is the local path "
-            f"{args.path!r}. Drop --storage-options, or pass the object's URL."
-        )
-    try:
-        options = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ArgumentError(
-            f"--storage-options {text!r} is not JSON ({err.msg}). Pass an object, e.g. --storage-options "
-            '\'{"key": "...", "secret": "...", "client_kwargs": {"endpoint_url": "http://127.0.0.1:8333"}}\''
-        ) from None
-    if not isinstance(options, dict):
-        raise ArgumentError(
-            f"--storage-options must be a JSON object of fsspec options, got {type(options).__name__} {text!r}."
-        )
-    return options
+from ferry.cli.ckpt_common import human_bytes, meter, storage_options
 
 
 def _print(checks: list[Check], notes: list[str]) -> None:
@@ -65,7 +39,7 @@ def _print(checks: list[Check], notes: list[str]) -> None:
 
 def verify_main(args: argparse.Namespace) -> int:
     """``ferry ckpt verify``: 0 when everything verifies, 1 when anything does not (each problem named)."""
-    options = storage_options(args)
+    options = storage_options(args, args.path)
     target = args.path if is_url(args.path) else Path(args.path)
     checks, notes = verify_path(target, meter, storage_options=options)
     ok = all(check.ok for check in checks)

@@ -16,26 +16,30 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 import torch
 
 from ferry._remote import is_url, open_remote, upload
+from ferry._remote_path import RemotePath, remote_path
 from ferry.checkpoint.file import layout, reader, tree, writer
 from ferry.checkpoint.file import torch_save as legacy
 from ferry.checkpoint.file.kinds import SNIFF_BYTES, foreign_kind, torch_save_kind
+from ferry.checkpoint.file.layout import Blob
 from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, CheckpointError, CorruptCheckpointError
 
-__all__ = ["as_path", "load", "open_file", "save", "verify"]
+__all__ = ["as_path", "load", "open_any", "open_file", "save", "save_tensors", "verify"]
 
 #: How many leading bytes are read to tell the kinds of file apart.
 _SNIFF = SNIFF_BYTES
 
 
-def save(obj: object, path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> None:
+def save(
+    obj: object, path: str | os.PathLike[str] | RemotePath, *, storage_options: Mapping[str, Any] | None = None
+) -> None:
     """Write ``obj`` to ``path`` as one safetensors file, atomically and durably; mirrors ``torch.save(obj, f)``.
 
     Tensors are stored once per storage (tied weights stay tied), contiguous, in their own dtype; tensors on an
@@ -76,6 +80,7 @@ def save(obj: object, path: str | os.PathLike[str], *, storage_options: Mapping[
         >>> ferry.load(f"{folder}/ckpt.safetensors")
         {'step': 3, 'weight': tensor([1., 1.])}
     """
+    path, storage_options = remote_path(path, storage_options)
     if is_url(path):
         url = str(path)
         encoded = tree.encode(obj, _shown(url))
@@ -90,8 +95,17 @@ def save(obj: object, path: str | os.PathLike[str], *, storage_options: Mapping[
         raise _write_error(target, err) from err
 
 
+def save_tensors(target: RemotePath, tree_json: str, blobs: Sequence[Blob]) -> None:
+    """Upload a ferry file made of an encoded tree and its tensors as one object (see :func:`save` for URLs).
+
+    Raises:
+        CheckpointError: as :func:`save` for a URL.
+    """
+    upload(target.url, target.storage_options, lambda stream: writer.write_stream(stream, target.url, tree_json, blobs))
+
+
 def load(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | RemotePath,
     *,
     device: DeviceLike = "cpu",
     trusted: bool = False,
@@ -125,6 +139,7 @@ def load(
         ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
     """
     opened: contextlib.AbstractContextManager[tuple[BinaryIO, int]]
+    path, storage_options = remote_path(path, storage_options)
     if is_url(path):
         file = _shown(str(path))
         opened = cast(Any, open_remote(str(path), storage_options))
@@ -143,7 +158,7 @@ def load(
         raise _not_a_checkpoint(file, head, size)
 
 
-def verify(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> None:
+def verify(path: str | os.PathLike[str] | RemotePath, *, storage_options: Mapping[str, Any] | None = None) -> None:
     """Check a checkpoint without building it: header, offsets, size and every checksum, streaming the file.
 
     For plain safetensors files (no ferry checksums) the header, offsets and size are checked. For ``torch.save``
@@ -156,6 +171,7 @@ def verify(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] |
         ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
     """
     opened: contextlib.AbstractContextManager[tuple[BinaryIO, int]]
+    path, storage_options = remote_path(path, storage_options)
     if is_url(path):
         file = _shown(str(path))
         opened = cast(Any, open_remote(str(path), storage_options))
@@ -244,6 +260,16 @@ def _load_safetensors(handle: BinaryIO, file: Path, size: int, device: torch.dev
     if not header.is_ferry:
         return tensors
     return tree.decode(header.metadata[layout.TREE_KEY], _numels(header), tensors, file)
+
+
+def open_any(file: Path | RemotePath) -> contextlib.AbstractContextManager[tuple[BinaryIO, int]]:
+    """:func:`open_file` for a local file, :func:`ferry._remote.open_remote` for a remote one (ranged reads)."""
+    if isinstance(file, RemotePath):
+        opened: contextlib.AbstractContextManager[tuple[BinaryIO, int]] = cast(
+            Any, open_remote(file.url, file.storage_options)
+        )
+        return opened
+    return open_file(file)
 
 
 @contextlib.contextmanager

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
+from ferry._remote_path import RemotePath
 from ferry.checkpoint.file import layout, reader, tree
-from ferry.checkpoint.file.api import load
+from ferry.checkpoint.file.api import load, open_any
 from ferry.checkpoint.file.kinds import KIND_NAMES, SNIFF_BYTES, torch_save_kind
 from ferry.errors import CheckpointError
 
@@ -48,7 +49,7 @@ def _file_error(file: Path, err: OSError) -> CheckpointError:
     )
 
 
-def read_structure(file: Path, *, trusted: bool = False) -> Structure:
+def read_structure(file: Path | RemotePath, *, trusted: bool = False) -> Structure:
     """Read ``file``'s structure, shapes and dtypes without reading tensor data where the format allows.
 
     ferry and safetensors files: only the header is read and checked (checksums are not: that is ``verify``).
@@ -58,13 +59,19 @@ def read_structure(file: Path, *, trusted: bool = False) -> Structure:
     Raises:
         CheckpointError: as :func:`ferry.load` (TorchScript, unsafe pickle, not a checkpoint, corrupt header).
     """
-    try:
-        with open(file, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+    if isinstance(file, RemotePath):
+        with open_any(file) as (handle, size):
             head = handle.read(SNIFF_BYTES)
-            header = reader.read_header(handle, file, size) if layout.looks_like_safetensors(head) else None
-    except OSError as err:
-        raise _file_error(file, err) from err
+            shown = cast(Path, file.url)  # the file layer names the file in messages with str()
+            header = reader.read_header(handle, shown, size) if layout.looks_like_safetensors(head) else None
+    else:
+        try:
+            with open(file, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                head = handle.read(SNIFF_BYTES)
+                header = reader.read_header(handle, file, size) if layout.looks_like_safetensors(head) else None
+        except OSError as err:
+            raise _file_error(file, err) from err
     if header is None:
         kind = KIND_NAMES[torch_save_kind(head) or "unknown"]
         return Structure(load(file, device="meta", trusted=trusted), kind, size)
@@ -76,7 +83,9 @@ def read_structure(file: Path, *, trusted: bool = False) -> Structure:
     if not header.is_ferry:
         return Structure(metas, KIND_NAMES["safetensors"], size, extra)
     numels = {name: tensor.numel() for name, tensor in metas.items()}
-    obj = tree.decode(header.metadata[layout.TREE_KEY], numels, metas, file)
+    obj = tree.decode(
+        header.metadata[layout.TREE_KEY], numels, metas, file if isinstance(file, Path) else cast(Path, file.url)
+    )
     return Structure(obj, KIND_NAMES["ferry"], size, {**extra, "ferry_format": header.metadata[layout.FORMAT_KEY]})
 
 

@@ -42,9 +42,11 @@ import torch
 
 from ferry import _dist
 from ferry._fs import temporary_name
+from ferry._remote import is_url
+from ferry._remote_path import Folder, RemotePath
 from ferry.checkpoint.file.api import save
-from ferry.checkpoint.folder import SHARDS_FILE, STATE_FILE, read_manifest
-from ferry.checkpoint.run import commit
+from ferry.checkpoint.folder import SHARDS_FILE, STATE_FILE, read_manifest, step_name
+from ferry.checkpoint.run import commit, remote
 from ferry.checkpoint.run import folders as store
 from ferry.checkpoint.run import restore as restoring
 from ferry.checkpoint.run.folders import RetentionPolicy
@@ -130,13 +132,23 @@ class Checkpointer:
         async_save: bool = False,
         handle_signals: bool = False,
         read_only: bool = False,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(directory, (str, os.PathLike)) or (isinstance(directory, str) and not directory):
             raise ArgumentError(
                 f"Checkpointer(directory) takes the run's folder as a str or os.PathLike, got "
                 f"{type(directory).__name__} {directory!r}. Pass a folder, e.g. ferry.Checkpointer('runs/a')."
             )
-        self.directory = Path(directory)
+        self.directory: Path | RemotePath
+        if is_url(directory):
+            self.directory = RemotePath(str(directory), storage_options)
+        else:
+            if storage_options:
+                raise ArgumentError(
+                    f"Checkpointer({str(directory)!r}, storage_options=...): storage_options are for a URL of object "
+                    "storage (s3://bucket/run), and this is a local folder. Drop storage_options, or pass the URL."
+                )
+            self.directory = Path(directory)
         self.read_only = read_only
         self.policy = RetentionPolicy(keep_last=keep_last, keep_every=keep_every, keep_best=keep_best)
         for name, value in (("every_steps", every_steps), ("every_seconds", every_seconds)):
@@ -150,17 +162,24 @@ class Checkpointer:
                                handle_signals=handle_signals)  # fmt: skip
         else:
             self._check_writable()
-        self._lock = DirectoryLock(self.directory)
+        self._lock: DirectoryLock | remote.RemoteLock
+        if isinstance(self.directory, RemotePath):
+            self._lock = remote.RemoteLock(self.directory)
+        else:
+            self._lock = DirectoryLock(self.directory)
         self._last_save_time = time.monotonic()
         self._last_saved_step: int | None = None
-        self._bad_folders: set[Path] = set()  # checkpoints that failed verification here: no longer listed
+        self._bad_folders: set[Folder] = set()  # checkpoints that failed verification here: no longer listed
         self._signal: int | None = None
         self._agreed_signal: int | None = None  # under torch.distributed: a signal every rank knows of
         self._old_handlers: dict[int, Any] = {}
         self._snapshotter = Snapshotter()
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
-        self._pending: concurrent.futures.Future[tuple[Path, CheckpointError | None]] | None = None
-        self._deleter = Deleter(self.directory)
+        self._pending: concurrent.futures.Future[tuple[Folder, CheckpointError | None]] | None = None
+        # Local folders are retired by a rename and deleted by a background thread; on object storage a checkpoint
+        # is retired by deleting its manifest, and the deletion is done in the saving thread (see remote.py).
+        self._deleter = Deleter(self.directory if isinstance(self.directory, Path) else Path())
+        self._remote_failures: list[str] = []  # object storage: what pruning could not delete, for a warning
         self._closed = False
         self._warned_async = False
         self._warned_buffers = False
@@ -168,10 +187,17 @@ class Checkpointer:
         if not read_only and _launch_rank() == 0:  # under torchrun only rank 0 changes the folder's structure
             self._take_over_from_this_process()
             self._lock.acquire()  # before any training step: a second writer is refused now, not at its first save
-            _WRITERS[os.path.realpath(self.directory)] = self
+            _WRITERS[self._key] = self
             self._clean_leftovers()
         if handle_signals:
             self._install_handlers()
+
+    @property
+    def _key(self) -> str:
+        """This run's key among the open writers of this process: its real path, or its URL."""
+        if isinstance(self.directory, RemotePath):
+            return self.directory.url
+        return os.path.realpath(self.directory)
 
     @property
     def keep_last(self) -> int:
@@ -200,7 +226,7 @@ class Checkpointer:
 
     def _take_over_from_this_process(self) -> None:
         """An older writer of this directory in this process (a re-run notebook cell) is closed, with a warning."""
-        older = _WRITERS.get(os.path.realpath(self.directory))
+        older = _WRITERS.get(self._key)
         if older is None or older._closed:
             return
         warnings.warn(
@@ -214,6 +240,9 @@ class Checkpointer:
 
     def _check_writable(self) -> None:
         """A writer: create the directory, and make sure this process can create files in it, before any step."""
+        if isinstance(self.directory, RemotePath):
+            remote.check_writable(self.directory)
+            return
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             probe = temporary_name(self.directory / ".ferry-write-check")
@@ -237,8 +266,15 @@ class Checkpointer:
 
     # -- listing -------------------------------------------------------------------------------------------------
 
-    def path_for(self, step: int) -> Path:
-        """The folder that holds (or will hold) the checkpoint of ``step``."""
+    def path_for(self, step: int) -> Folder:
+        """The folder that holds (or will hold) the checkpoint of ``step``.
+
+        On object storage, a :class:`~ferry._remote_path.RemotePath` (``str()`` gives its URL); a later save of a
+        step whose first checkpoint is committed goes to ``step-<n>.<sequence>`` (see
+        :mod:`ferry.checkpoint.run.remote`), and this returns the newest committed one.
+        """
+        if isinstance(self.directory, RemotePath):
+            return remote.folder_of_step(self._checkpoints(), self.directory, step)
         return store.step_folder(self.directory, step)
 
     def _checkpoints(self) -> list[store.CheckpointEntry]:
@@ -257,7 +293,7 @@ class Checkpointer:
         """
         return [entry.step for entry in self._checkpoints() if entry.folder not in self._bad_folders]
 
-    def latest(self) -> Path | None:
+    def latest(self) -> Folder | None:
         """The most recently saved checkpoint that verifies, or ``None``.
 
         Each newer checkpoint that fails verification (checksums, sizes) is skipped with a
@@ -316,7 +352,7 @@ class Checkpointer:
             self.save(step, state, metrics=metrics)
         return due
 
-    def save(self, step: int, state: Mapping[str, Any], *, metrics: Mapping[str, float] | None = None) -> Path:
+    def save(self, step: int, state: Mapping[str, Any], *, metrics: Mapping[str, float] | None = None) -> Folder:
         """Write a checkpoint of ``state`` at ``step`` and commit it atomically; return its folder.
 
         Stateful objects are saved through their state, other values as they are; tensors may be on any device.
@@ -391,7 +427,7 @@ class Checkpointer:
 
     def _save_collective(
         self, step: int, state: Mapping[str, Any], metrics: dict[str, float], group: collective.Group
-    ) -> Path:
+    ) -> Folder:
         """:meth:`save` under a process group: every rank writes its part, rank 0 commits (see sharded/ranks.py)."""
         if self.async_save and not self._warned_async and group.rank == 0:
             self._warned_async = True
@@ -401,23 +437,30 @@ class Checkpointer:
                 CheckpointWarning,
                 stacklevel=collective.caller_stacklevel(),
             )
-        final = self.path_for(step)
+        directory = self.directory
+        final: Folder = directory / step_name(step)
         what = f"saving step {step} to {str(final)!r}"
         collective.check_same_call(group, what=what, where=final, step=step, names=sorted(state))
         self._check_buffers(group, state)
+        replaced: list[RemotePath] = []  # rank 0, object storage: the committed folder this save replaces
 
         def prepare() -> tuple[str, int] | None:
             if group.rank != 0:
                 return None
             self._lock.acquire()
             sequence = max((entry.sequence for entry in self._checkpoints()), default=0) + 1
-            tmp = temporary_name(final)
+            if isinstance(directory, RemotePath):  # pieces go straight into their folder; the manifest commits it
+                folder, old = remote.choose_folder(directory, step, sequence)
+                replaced.extend([old] if old is not None else [])
+                return folder.name, sequence
+            tmp = temporary_name(store.step_folder(directory, step))
             tmp.mkdir()
-            return str(tmp), sequence
+            return tmp.name, sequence
 
         prepared = collective.broadcast(group, collective.agree(group, prepare, what=what, where=final))
         assert prepared is not None
-        tmp, sequence = Path(prepared[0]), prepared[1]
+        tmp: Folder = directory / prepared[0]
+        sequence = prepared[1]
         try:
 
             def split() -> tuple[collective.Sharded, dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -440,7 +483,8 @@ class Checkpointer:
                 if group.rank != 0:
                     return None
                 files: dict[str, dict[str, Any]] = {}
-                for path in sorted(tmp.iterdir()):
+                children: list[Folder] = list(tmp.iterdir())
+                for path in sorted(children, key=str):
                     files[path.name] = {"bytes": path.stat().st_size}
                 if SHARDS_FILE in files:
                     files[SHARDS_FILE]["sha256"] = collective.metadata_digest(tmp)
@@ -450,10 +494,20 @@ class Checkpointer:
                 manifest.update(
                     layout=collective.LAYOUT, world_size=group.world_size, sharded=sharded.names, files=files
                 )
+                if isinstance(tmp, RemotePath):
+                    remote.commit_manifest(tmp, manifest)
+                    # Committed: from here on the step is saved, whatever fails.
+                    for old in replaced:
+                        with contextlib.suppress(CheckpointError):  # left as debris: never a reader's pick
+                            remote.delete_checkpoint(old)
+                    self._prune(keep=tmp)
+                    return None
+                assert isinstance(directory, Path)
+                assert isinstance(final, Path)
                 commit.write_manifest(tmp, manifest)
                 parked = commit.commit(tmp, final)
                 # Committed: from here on the step is saved, whatever fails.
-                not_durable = commit.sync_commit(self.directory, step, final)
+                not_durable = commit.sync_commit(directory, step, final)
                 if parked is not None:
                     shutil.rmtree(parked, ignore_errors=True)
                 if not_durable is None:
@@ -464,14 +518,14 @@ class Checkpointer:
             not_durable = collective.broadcast(group, collective.agree(group, finish, what=what, where=final))
         except BaseException as err:
             if group.rank == 0:
-                shutil.rmtree(tmp, ignore_errors=True)
+                _remove_folder(tmp)
             raise commit.save_failed(err, what, final) from err
         self._last_save_time = time.monotonic()
         self._last_saved_step = step
         self._warn_failed_deletions()
         if not_durable is not None:
             raise CheckpointError(not_durable, path=final)
-        return final
+        return tmp if isinstance(tmp, RemotePath) else final
 
     def _check_buffers(self, group: collective.Group, state: Mapping[str, Any]) -> None:
         """Warn (once, rank 0) when FSDP2 modules' buffers differ between ranks: only rank 0's copy is saved."""
@@ -569,6 +623,8 @@ class Checkpointer:
         return clean
 
     def _check_space(self, step: int, payload: Any) -> None:
+        if isinstance(self.directory, RemotePath):
+            return  # object storage has no free space to ask for; a full quota fails the upload, which leaves nothing
         needed = tensor_bytes(payload) + _SLACK
         free = shutil.disk_usage(self.directory).free
         if needed > free and self._deleter.busy:  # pruned checkpoints are still being deleted: wait for their space
@@ -584,7 +640,7 @@ class Checkpointer:
 
     def _write(
         self, step: int, payload: dict[str, Any], metrics: dict[str, float]
-    ) -> tuple[Path, CheckpointError | None]:
+    ) -> tuple[Folder, CheckpointError | None]:
         """Write the checkpoint of ``step`` under a temporary name, commit it, make the commit durable, prune.
 
         Returns:
@@ -594,17 +650,19 @@ class Checkpointer:
         Raises:
             CheckpointError: a failure before the commit; the previous checkpoints are untouched.
         """
-        final = self.path_for(step)
+        if isinstance(self.directory, RemotePath):
+            return self._write_remote(self.directory, step, payload, metrics), None
         previous = self._checkpoints()
         sequence = max((entry.sequence for entry in previous), default=0) + 1
+        manifest = commit.manifest_fields(
+            self.policy, step, sequence, sorted(payload["objects"]), sorted(payload["values"]), metrics
+        )
+        final = store.step_folder(self.directory, step)
         tmp = temporary_name(final)
         try:
             tmp.mkdir()
             save(payload, tmp / STATE_FILE)
             files = {STATE_FILE: {"bytes": (tmp / STATE_FILE).stat().st_size}}
-            manifest = commit.manifest_fields(
-                self.policy, step, sequence, sorted(payload["objects"]), sorted(payload["values"]), metrics
-            )
             commit.write_manifest(tmp, {**manifest, "files": files})
             parked = commit.commit(tmp, final)
         except BaseException as err:
@@ -618,16 +676,53 @@ class Checkpointer:
             self._prune(keep=final)
         return final, not_durable
 
-    def _prune(self, *, keep: Path) -> None:
+    def _write_remote(
+        self, directory: RemotePath, step: int, payload: dict[str, Any], metrics: dict[str, float]
+    ) -> RemotePath:
+        """:meth:`_write` on object storage: upload, commit by creating the manifest, prune (see remote.py)."""
+        what = f"saving step {step} to {str(directory)!r}"
+
+        def upload(folder: RemotePath) -> dict[str, dict[str, Any]]:
+            save(payload, folder / STATE_FILE)
+            return {STATE_FILE: {"bytes": (folder / STATE_FILE).stat().st_size}}
+
+        try:
+            sequence = max((entry.sequence for entry in self._checkpoints()), default=0) + 1
+            objects, values = sorted(payload["objects"]), sorted(payload["values"])
+            manifest = commit.manifest_fields(self.policy, step, sequence, objects, values, metrics)
+            folder = remote.write_checkpoint(directory, step, sequence, upload, manifest)
+        except BaseException as err:
+            raise commit.save_failed(err, what, directory / step_name(step)) from err
+        self._prune(keep=folder)
+        return folder
+
+    def _prune(self, *, keep: Folder) -> None:
         """Retire the complete checkpoints the retention policy does not keep; a background thread deletes them.
 
-        Never ``keep`` (just saved); the policy always keeps the newest and the best. See pruning.py.
+        Never ``keep`` (just saved); the policy always keeps the newest and the best. See pruning.py. On object
+        storage each goes manifest first, then its files, in this thread (see remote.py).
         """
         reasons = self.policy.reasons(self._checkpoints())
-        self._deleter.delete([folder for folder, why in reasons.items() if not why and folder != keep])
+        doomed = [folder for folder, why in reasons.items() if not why and folder != keep]
+        if not isinstance(self.directory, RemotePath):
+            self._deleter.delete([folder for folder in doomed if isinstance(folder, Path)])
+            return
+        for folder in doomed:
+            assert isinstance(folder, RemotePath)
+            try:
+                remote.delete_checkpoint(folder)
+            except CheckpointError as err:
+                self._remote_failures.append(
+                    f"pruning could not delete the old checkpoint {str(folder)!r}: {err} If its manifest is gone it "
+                    "no longer counts as a checkpoint, but its objects take space; run "
+                    f"`ferry ckpt gc {self.directory}` once this process ends."
+                )
 
     def _warn_failed_deletions(self) -> None:
         """Warn, in the caller's thread, about each pruned checkpoint the background thread could not delete."""
+        failures, self._remote_failures = self._remote_failures, []
+        for text in failures:
+            warnings.warn(text, CheckpointWarning, stacklevel=collective.caller_stacklevel())
         for failed in self._deleter.failures():
             error = failed.error
             why = error.strerror if isinstance(error, OSError) else None
@@ -642,6 +737,10 @@ class Checkpointer:
 
     def _clean_leftovers(self) -> None:
         """Remove temporary folders of crashed saves (of processes no longer alive); restore parked checkpoints."""
+        if isinstance(self.directory, RemotePath):
+            for text in remote.remove_debris(self.directory):
+                warnings.warn(text, CheckpointWarning, stacklevel=collective.caller_stacklevel())
+            return
         for entry in store.stale_temporaries(self.directory):
             if entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
@@ -746,7 +845,7 @@ class Checkpointer:
             raise self._none_verifies(first_error)
         return None
 
-    def _restore_candidates(self, step: int | None, group: collective.Group | None) -> list[Path]:
+    def _restore_candidates(self, step: int | None, group: collective.Group | None) -> list[Folder]:
         """The folders to try, newest first (rank 0 lists them for every rank); warns about incomplete ones."""
 
         def listing() -> list[str]:
@@ -774,8 +873,10 @@ class Checkpointer:
         return [self.directory / name for name in names]
 
     def _warn_incomplete(self) -> None:
-        for entry in store.scan(self.directory):
-            if not entry.complete:
+        entries = store.scan(self.directory)
+        debris = set(remote.debris(self.directory, entries)) if isinstance(self.directory, RemotePath) else set()
+        for entry in entries:
+            if not entry.complete and entry.folder not in debris:
                 warnings.warn(
                     f"checkpoint {str(entry.folder)!r} is incomplete and is skipped: {entry.problem}. Its files were "
                     "changed or removed after it was committed; delete the folder once you no longer need it.",
@@ -783,7 +884,7 @@ class Checkpointer:
                     stacklevel=collective.caller_stacklevel(),
                 )
 
-    def _load_newest(self) -> Path | None:
+    def _load_newest(self) -> Folder | None:
         """The newest checkpoint that verifies, warning about each newer one that does not."""
         self._warn_incomplete()
         first_error: CorruptCheckpointError | None = None
@@ -806,13 +907,22 @@ class Checkpointer:
 
     def _none_verifies(self, first: CorruptCheckpointError) -> CorruptCheckpointError:
         """The error when every checkpoint of the directory failed verification: it names them all."""
-        bad = sorted(self._bad_folders)
+        bad = sorted(self._bad_folders, key=str)
         return CorruptCheckpointError(
             f"no checkpoint in {str(self.directory)!r} verifies: {len(bad)} tried "
             f"({', '.join(folder.name for folder in bad)}); the newest failed with: {first} Restore the folders from a "
             "copy, or start the run afresh in another directory.",
             path=self.directory,
         )
+
+
+def _remove_folder(folder: Folder) -> None:
+    """Delete what a failed save wrote into ``folder`` (local or remote); errors are ignored (debris goes later)."""
+    if isinstance(folder, RemotePath):
+        with contextlib.suppress(Exception):
+            folder.remove_tree()
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _launch_rank() -> int:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from ferry._fs import atomic_file, fsync_directory
+from ferry._remote_path import Folder
 from ferry.checkpoint.folder import MANIFEST_FILE, MANIFEST_FORMAT, MANIFEST_VERSION
 from ferry.checkpoint.run.folders import RetentionPolicy
 from ferry.errors import CheckpointError
@@ -106,7 +107,7 @@ def sync_commit(directory: Path, step: int, final: Path) -> CheckpointError | No
         return error
 
 
-def save_failed(err: BaseException, what: str, final: Path) -> BaseException:
+def save_failed(err: BaseException, what: str, final: Folder) -> BaseException:
     """The error to raise for a save that failed before its commit: OS errors and ferry's say so; others as they are."""
     if isinstance(err, OSError):
         return CheckpointError(

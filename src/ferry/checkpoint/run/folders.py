@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ferry._fs import TMP_MARKER, pid_alive, temporary_name
+from ferry._remote_path import RemotePath
 from ferry.checkpoint.folder import folder_step, read_manifest, step_name, step_of
 from ferry.errors import CheckpointError
 
@@ -49,7 +50,7 @@ class CheckpointEntry:
     """
 
     step: int
-    folder: Path
+    folder: Path | RemotePath
     manifest: dict[str, Any] | None = field(repr=False)
     problem: str | None
 
@@ -88,25 +89,48 @@ class CheckpointEntry:
         return {k: v for k, v in value.items() if isinstance(v, (int, float))} if isinstance(value, dict) else {}
 
 
-def scan(directory: Path, *, trainer_folders: bool = False) -> list[CheckpointEntry]:
+#: The problem of a committed folder of a step that a later save of the same step replaced (object storage, where a
+#: replacement is a second folder, ``step-<n>.<sequence>``, until the older one is deleted).
+SUPERSEDED = "superseded by a newer save of the same step"
+
+
+def scan(directory: Path | RemotePath, *, trainer_folders: bool = False) -> list[CheckpointEntry]:
     """Every ``step-<n>`` folder of ``directory``: complete ones in save order, then incomplete ones by step.
 
+    Of two complete folders of one step (object storage, between a replacement's commit and the deletion of the
+    folder it replaces), the older save is listed as incomplete (:data:`SUPERSEDED`).
+
     Args:
-        directory: The run directory.
+        directory: The run directory (a local folder, or a :class:`~ferry._remote_path.RemotePath`).
         trainer_folders: Also the ``checkpoint-<n>`` folders of a Hugging Face Trainer (``ferry ckpt`` lists them;
             the Checkpointer never touches them). Those without a manifest are listed as incomplete.
     """
     entries = []
     try:
-        children = list(directory.iterdir())
+        children: list[Path | RemotePath] = list(directory.iterdir())
     except FileNotFoundError:
         return []
     for child in children:
         step = folder_step(child.name) if trainer_folders else step_of(child.name)
         if step is not None and child.is_dir():
             manifest, problem = read_manifest(child)
+            if manifest is None and isinstance(child, RemotePath) and not child.files():
+                continue  # a prefix with nothing under it: what some stores keep of a deleted folder
             entries.append(CheckpointEntry(step, child, manifest, problem))
-    return sorted(entries, key=lambda e: (not e.complete, e.sequence, e.step))
+    entries.sort(key=lambda e: (not e.complete, e.sequence, e.step))
+    newest: dict[int, CheckpointEntry] = {}
+    for entry in entries:
+        if entry.complete:
+            newest[entry.step] = entry  # save order: the last one of a step is its newest save
+    if len(newest) < sum(entry.complete for entry in entries):
+        entries = [
+            entry
+            if not entry.complete or newest[entry.step] is entry
+            else CheckpointEntry(entry.step, entry.folder, None, SUPERSEDED)
+            for entry in entries
+        ]
+        entries.sort(key=lambda e: (not e.complete, e.sequence, e.step))
+    return entries
 
 
 def stale_temporaries(directory: Path) -> list[Path]:
@@ -216,13 +240,13 @@ class RetentionPolicy:
         sign = 1 if mode == "min" else -1
         return min(reversed(scored), key=lambda pair: sign * pair[0])[1]
 
-    def reasons(self, entries: list[CheckpointEntry]) -> dict[Path, list[str]]:
+    def reasons(self, entries: list[CheckpointEntry]) -> dict[Path | RemotePath, list[str]]:
         """For each complete checkpoint (in save order, as :func:`scan` gives them), why it is kept.
 
         An empty list means the policy lets it be deleted.
         """
         complete = [e for e in entries if e.complete]
-        why: dict[Path, list[str]] = {e.folder: [] for e in complete}
+        why: dict[Path | RemotePath, list[str]] = {e.folder: [] for e in complete}
         for entry in complete[-self.keep_last :]:
             why[entry.folder].append("last")
         if self.keep_every is not None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Mapping, MutableMapping
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from ferry._remote_path import Folder
 from ferry.checkpoint.file.api import load
 from ferry.checkpoint.folder import STATE_FILE, read_manifest, rng_file, step_of
 from ferry.checkpoint.run.rng import restore_rng_state
@@ -37,7 +37,7 @@ class Prepared:
     loaded: dict[str, Any] | None
 
 
-def prepare(folder: Path, state: Mapping[str, Any], group: collective.Group | None) -> Prepared:
+def prepare(folder: Folder, state: Mapping[str, Any], group: collective.Group | None) -> Prepared:
     """Read and verify everything of ``folder`` that ``state`` needs, changing nothing live (every rank).
 
     Raises:
@@ -93,7 +93,7 @@ def prepare(folder: Path, state: Mapping[str, Any], group: collective.Group | No
     return Prepared(payload["objects"], payload["values"], rng, sharded, targets)
 
 
-def _warn_world(folder: Path, saved_world: int, group: collective.Group | None) -> None:
+def _warn_world(folder: Folder, saved_world: int, group: collective.Group | None) -> None:
     """Warn (rank 0) when ``folder`` was saved by another number of ranks than this job has: not an exact resume."""
     world = 1 if group is None else group.world_size
     if saved_world != world and (group is None or group.rank == 0):
@@ -107,7 +107,7 @@ def _warn_world(folder: Path, saved_world: int, group: collective.Group | None) 
         )
 
 
-def apply(folder: Path, state: MutableMapping[str, Any], prepared: Prepared) -> int:
+def apply(folder: Folder, state: MutableMapping[str, Any], prepared: Prepared) -> int:
     """Load what :func:`prepare` read into the live objects of ``state``; return the step."""
     objects, values = prepared.objects, prepared.values
     done_before: list[str] = []
@@ -164,7 +164,7 @@ def apply(folder: Path, state: MutableMapping[str, Any], prepared: Prepared) -> 
     return step
 
 
-def load_payload(folder: Path) -> dict[str, Any]:
+def load_payload(folder: Folder) -> dict[str, Any]:
     """The ferry file of a checkpoint folder, checked to be a Checkpointer payload (step, objects, values)."""
     payload = load(folder / STATE_FILE)
     if not isinstance(payload, dict) or not {"step", "objects", "values"} <= payload.keys():
@@ -180,7 +180,9 @@ def _ranks(count: int) -> str:
     return f"{count} rank" if count == 1 else f"{count} ranks"
 
 
-def check_names(folder: Path, state: Mapping[str, Any], objects: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+def check_names(
+    folder: Folder, state: Mapping[str, Any], objects: Mapping[str, Any], values: Mapping[str, Any]
+) -> None:
     """Every name asked for is in the checkpoint, saved the same way (object vs plain value) as it is now."""
     absent = [name for name in state if name not in objects and name not in values]
     if absent:
@@ -214,7 +216,7 @@ def follow_device(value: Any, live: Any) -> Any:
     return value
 
 
-def read_rank_rng(folder: Path, group: collective.Group | None, saved_world: int) -> Any | None:
+def read_rank_rng(folder: Folder, group: collective.Group | None, saved_world: int) -> Any | None:
     """This rank's saved RNG states, or None when the checkpoint has no file for this rank."""
     rank = 0 if group is None else group.rank
     if rank >= saved_world:

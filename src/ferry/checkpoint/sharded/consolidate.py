@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ferry._remote_path import Folder, RemotePath
 from ferry.checkpoint.file.api import load
 from ferry.checkpoint.folder import (
     MANIFEST_FILE,
@@ -40,7 +41,7 @@ from ferry.errors import CheckpointError, CorruptCheckpointError
 __all__ = ["load_sharded_folder", "read_values"]
 
 
-def _load_dcp(folder: Path, state_dict: dict[str, Any], reader: Any, planner: Any) -> None:
+def _load_dcp(folder: Folder, state_dict: dict[str, Any], reader: Any, planner: Any) -> None:
     """``dcp.load`` into ``state_dict`` in this process, DCP's exceptions turned into ferry's."""
     from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 
@@ -48,7 +49,7 @@ def _load_dcp(folder: Path, state_dict: dict[str, Any], reader: Any, planner: An
     collective.call_dcp(dcp_load, state_dict, storage, None, what=f"reading {str(folder)!r}", where=folder)
 
 
-def _check_manifest(folder: Path) -> dict[str, Any] | None:
+def _check_manifest(folder: Folder) -> dict[str, Any] | None:
     """The folder's manifest when it has one (checked complete, and ``shards.json`` against its SHA-256).
 
     Raises:
@@ -121,7 +122,7 @@ def _numbered(state: Any) -> Any:
     }
 
 
-def load_sharded_folder(folder: str | os.PathLike[str], *, trusted: bool = False) -> dict[str, Any]:
+def load_sharded_folder(folder: str | os.PathLike[str] | RemotePath, *, trusted: bool = False) -> dict[str, Any]:
     """Load a checkpoint folder saved through DCP whole into this process, as one nested dict of CPU tensors.
 
     Every piece's checksum is verified as it is read (ferry's storage); ``shards.json`` is checked against the
@@ -148,7 +149,7 @@ def load_sharded_folder(folder: str | os.PathLike[str], *, trusted: bool = False
         CheckpointError: the folder holds no DCP checkpoint, is incomplete, or was written by a newer ferry.
         CorruptCheckpointError: a file fails its checksum, is missing, or does not match the metadata.
     """
-    path = Path(folder)
+    path = folder if isinstance(folder, RemotePath) else Path(folder)
     if not (path / SHARDS_FILE).is_file():
         if not is_plain_dcp(path):
             raise CheckpointError(
@@ -159,6 +160,7 @@ def load_sharded_folder(folder: str | os.PathLike[str], *, trusted: bool = False
             )
         if not trusted:
             raise plain_dcp_error(path)
+        assert isinstance(path, Path)  # DCP's own reader reads local folders only
         return _load_plain_dcp(path)
     manifest = _check_manifest(path)
     state_dict = dcp.empty_state_dict(dcp.read_metadata(path))
@@ -176,7 +178,7 @@ def load_sharded_folder(folder: str | os.PathLike[str], *, trusted: bool = False
     return {"step": payload["step"], "objects": dict(sorted(objects.items())), "values": payload["values"]}
 
 
-def read_values(folder: str | os.PathLike[str]) -> dict[str, Any]:
+def read_values(folder: str | os.PathLike[str] | RemotePath) -> dict[str, Any]:
     """The values that are not tensors (an optimizer's ``lr``, ``betas``) of a folder written with ferry's storage.
 
     Only their pieces are read (each a few bytes, checksummed); tensors are not.
@@ -190,7 +192,7 @@ def read_values(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """
     from torch.distributed.checkpoint.metadata import BytesStorageMetadata
 
-    path = Path(folder)
+    path = folder if isinstance(folder, RemotePath) else Path(folder)
     metadata = dcp.read_metadata(path)
     fqns = [fqn for fqn, info in metadata.state_dict_metadata.items() if isinstance(info, BytesStorageMetadata)]
     if not fqns:

@@ -22,6 +22,7 @@ from torch.distributed.checkpoint.metadata import (
     TensorStorageMetadata,
 )
 
+from ferry._remote_path import Folder, RemotePath
 from ferry.checkpoint.folder import SHARDS_FILE, is_plain_dcp
 from ferry.errors import CheckpointError, CorruptCheckpointError
 
@@ -84,7 +85,7 @@ def metadata_to_json(metadata: Metadata) -> dict[str, Any]:
     }
 
 
-def metadata_from_json(doc: Any, where: Path) -> Metadata:
+def metadata_from_json(doc: Any, where: Folder) -> Metadata:
     """Rebuild DCP's Metadata from :func:`_metadata_json`'s document.
 
     Raises:
@@ -187,7 +188,7 @@ def _path_key(key: object, entries: int) -> bool:
     return isinstance(key, int) and not isinstance(key, bool) and 0 <= key < max(entries, 1)
 
 
-def read_metadata(folder: str | os.PathLike[str], *, complete: bool = True) -> Metadata:
+def read_metadata(folder: str | os.PathLike[str] | RemotePath, *, complete: bool = True) -> Metadata:
     """Read the DCP metadata of a sharded ferry checkpoint folder (``shards.json``).
 
     The tensors it describes must fit in the shard files it names (a missing file holds nothing), so a crafted file
@@ -199,7 +200,8 @@ def read_metadata(folder: str | os.PathLike[str], *, complete: bool = True) -> M
             (pickled ``.metadata``) the message says how to convert it.
         CorruptCheckpointError: ``shards.json`` is not valid.
     """
-    path = Path(folder) / SHARDS_FILE
+    folder = folder if isinstance(folder, RemotePath) else Path(folder)
+    path = folder / SHARDS_FILE
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -223,11 +225,11 @@ def read_metadata(folder: str | os.PathLike[str], *, complete: bool = True) -> M
             path=path,
         ) from None
     metadata = metadata_from_json(doc, path)
-    _check_bytes(Path(folder), metadata, path, complete=complete)
+    _check_bytes(folder, metadata, path, complete=complete)
     return metadata
 
 
-def _check_bytes(folder: Path, metadata: Metadata, where: Path, *, complete: bool) -> None:
+def _check_bytes(folder: Folder, metadata: Metadata, where: Folder, *, complete: bool) -> None:
     """The tensors ``shards.json`` describes fit in the shard files it names (so loading allocates no more than that).
 
     Raises:

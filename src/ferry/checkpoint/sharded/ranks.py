@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from ferry import _dist
+from ferry._remote_path import Folder
 from ferry.checkpoint.file.api import save, verify
 from ferry.checkpoint.folder import SHARDS_FILE, STATE_FILE, rng_file
 from ferry.errors import CheckpointError, CorruptCheckpointError, FerryError
@@ -111,7 +112,7 @@ def gather(group: Group | None, value: _T) -> list[_T]:
     return values
 
 
-def agree(group: Group | None, work: Callable[[], _T], *, what: str, where: Path) -> _T:
+def agree(group: Group | None, work: Callable[[], _T], *, what: str, where: Folder) -> _T:
     """Run ``work`` on every rank, then make every rank fail, the same way, if any rank failed.
 
     Every rank decides from the same gathered outcomes, so all ranks raise together: a
@@ -150,7 +151,7 @@ def agree(group: Group | None, work: Callable[[], _T], *, what: str, where: Path
     ) from error
 
 
-def check_same_call(group: Group | None, *, what: str, where: Path, **fields: Any) -> None:
+def check_same_call(group: Group | None, *, what: str, where: Folder, **fields: Any) -> None:
     """Every rank passed the same ``fields`` (the step, the names in ``state``) to a collective call.
 
     Raises:
@@ -185,7 +186,7 @@ def buffer_digest(state: Mapping[str, Any]) -> dict[str, str]:
     return digest
 
 
-def exchange_due(group: Group, *, step: int, due: bool, signal: int | None, where: Path) -> tuple[bool, int | None]:
+def exchange_due(group: Group, *, step: int, due: bool, signal: int | None, where: Folder) -> tuple[bool, int | None]:
     """Whether any rank is due to save at ``step``, and a signal any rank got (one small all-reduce).
 
     Raises:
@@ -246,7 +247,7 @@ class Sharded:
         return states
 
 
-def sharded_part(state: Mapping[str, Any], where: Path) -> Sharded:
+def sharded_part(state: Mapping[str, Any], where: Folder) -> Sharded:
     """The modules and optimizers of ``state``, each optimizer paired with the module holding its parameters.
 
     Raises:
@@ -276,7 +277,7 @@ def sharded_part(state: Mapping[str, Any], where: Path) -> Sharded:
 
 
 def write_rank_files(
-    tmp: Path, group: Group, step: int, others: Mapping[str, Any], values: Mapping[str, Any], rng: Any
+    tmp: Folder, group: Group, step: int, others: Mapping[str, Any], values: Mapping[str, Any], rng: Any
 ) -> None:
     """Write this rank's RNG file, and on rank 0 the replicated part (``state.safetensors``); both durably."""
     save(rng, tmp / rng_file(group.rank))
@@ -297,7 +298,7 @@ def local_tensors(tree: Any) -> Any:
     return tree
 
 
-def save_sharded(tmp: Path, group: Group | None, states: dict[str, Any]) -> None:
+def save_sharded(tmp: Folder, group: Group | None, states: dict[str, Any]) -> None:
     """Save ``states`` (from :meth:`Sharded.state_dicts`) through DCP into ``tmp`` (a collective: every rank calls it).
 
     Raises:
@@ -318,7 +319,7 @@ def call_dcp(
     group: Group | None,
     *,
     what: str,
-    where: Path,
+    where: Folder,
 ) -> None:
     """``dcp.save``/``dcp.load`` of ``states`` with ``storage`` (writer or reader, planner); one rank without a group.
 
@@ -334,7 +335,7 @@ def call_dcp(
         raise _from_dcp(err, what, where) from None
 
 
-def _from_dcp(err: BaseException, what: str, where: Path) -> CheckpointError:
+def _from_dcp(err: BaseException, what: str, where: Folder) -> CheckpointError:
     """One FerryError for a DCP CheckpointException: a rank's own ferry error as it is, else a CheckpointError."""
     failures = getattr(err, "failures", {}) or {}
     for rank, (failure, _trace) in sorted(failures.items()):
@@ -347,7 +348,7 @@ def _from_dcp(err: BaseException, what: str, where: Path) -> CheckpointError:
 # -- verifying and restoring --------------------------------------------------------------------------------------
 
 
-def verify_folder(folder: Path, manifest: Mapping[str, Any]) -> None:
+def verify_folder(folder: Folder, manifest: Mapping[str, Any]) -> None:
     """Verify every checksummed file of a checkpoint folder (a sharded one has several).
 
     Raises:
@@ -368,12 +369,12 @@ def verify_folder(folder: Path, manifest: Mapping[str, Any]) -> None:
 #: The metadata file of the DCP part, listed in the manifest with its SHA-256.
 
 
-def metadata_digest(folder: Path) -> str:
+def metadata_digest(folder: Folder) -> str:
     """The SHA-256 of ``shards.json`` (hex), recorded in the manifest and checked before the metadata is used."""
     return hashlib.sha256((folder / SHARDS_FILE).read_bytes()).hexdigest()
 
 
-def check_digest(folder: Path, manifest: Mapping[str, Any]) -> None:
+def check_digest(folder: Folder, manifest: Mapping[str, Any]) -> None:
     """``shards.json`` has the SHA-256 the manifest recorded.
 
     Raises:

@@ -8,7 +8,6 @@ read only once every rank has read and verified its part.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -16,6 +15,7 @@ from torch import nn
 from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict, set_optimizer_state_dict
 from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 
+from ferry._remote_path import Folder
 from ferry.checkpoint.sharded import ranks
 from ferry.checkpoint.sharded.metadata import is_tensor_entry, read_metadata
 from ferry.checkpoint.sharded.storage import FerryLoadPlanner, FerryStorageReader
@@ -24,7 +24,7 @@ from ferry.errors import CheckpointError
 __all__ = ["apply_full", "apply_sharded", "plan_sharded", "read_sharded"]
 
 
-def plan_sharded(folder: Path, manifest: Mapping[str, Any], sharded: ranks.Sharded) -> dict[str, Any]:
+def plan_sharded(folder: Folder, manifest: Mapping[str, Any], sharded: ranks.Sharded) -> dict[str, Any]:
     """Check the DCP part of ``folder`` against the live objects; return fresh tensors shaped like theirs to read into.
 
     Local: no ranks. The tensors are ``torch.empty_like`` the live ones (DTensors stay DTensors, sharded the
@@ -41,7 +41,7 @@ def plan_sharded(folder: Path, manifest: Mapping[str, Any], sharded: ranks.Shard
     return {name: _fresh(value) for name, value in live.items()}
 
 
-def read_sharded(folder: Path, group: ranks.Group | None, targets: dict[str, Any]) -> None:
+def read_sharded(folder: Folder, group: ranks.Group | None, targets: dict[str, Any]) -> None:
     """Read the DCP part of ``folder`` into ``targets`` (a collective: every rank calls it), resharding as needed.
 
     Raises:
@@ -121,7 +121,7 @@ def _fresh(tree: Any) -> Any:
     return tree
 
 
-def _check_keys(folder: Path, metadata: Any, live: Mapping[str, Any], sharded: ranks.Sharded) -> None:
+def _check_keys(folder: Folder, metadata: Any, live: Mapping[str, Any], sharded: ranks.Sharded) -> None:
     """Every tensor of the live modules is in the checkpoint with the same (global) shape."""
     saved = metadata.state_dict_metadata
     for name in sharded.modules:

@@ -55,6 +55,7 @@ from torch.distributed.checkpoint.storage import StorageReader, StorageWriter, W
 from torch.futures import Future
 
 from ferry._fs import atomic_file
+from ferry._remote_path import Folder, RemotePath, shown_path
 from ferry.checkpoint.file import api as ferry_format
 from ferry.checkpoint.file import reader, tree, writer
 from ferry.checkpoint.file.layout import Blob
@@ -96,7 +97,7 @@ def _encode_value(value: object, fqn: str) -> bytes:
     return encoded.tree_json.encode("utf-8")
 
 
-def _decode_value(raw: bytes, fqn: str, where: Path) -> object:
+def _decode_value(raw: bytes, fqn: str, where: Folder) -> object:
     """The value that :func:`_encode_value` encoded.
 
     Raises:
@@ -109,7 +110,7 @@ def _decode_value(raw: bytes, fqn: str, where: Path) -> object:
             f"{str(where)!r}: the value {fqn!r} is not UTF-8 JSON. The checkpoint is damaged; restore another one.",
             path=where,
         ) from None
-    return tree.decode(text, {}, None, where)
+    return tree.decode(text, {}, None, shown_path(where))
 
 
 class FerrySavePlanner(DefaultSavePlanner):
@@ -139,7 +140,7 @@ class FerryLoadPlanner(DefaultLoadPlanner):
 
     def __init__(self, *, allow_partial_load: bool = False) -> None:
         super().__init__(allow_partial_load=allow_partial_load)
-        self.where = Path(".")
+        self.where: Folder = Path(".")
 
     def load_bytes(self, read_item: ReadItem, value: io.BytesIO) -> None:
         """Decode a value and put it at its place in the state_dict being loaded."""
@@ -204,20 +205,23 @@ class FerryStorageWriter(StorageWriter):
     once ``dcp.save`` returns on every rank, every file is on disk. The coordinator (rank 0) writes
     ``shards.json`` in :meth:`finish`.
 
+    On object storage (``path`` a :class:`~ferry._remote_path.RemotePath`) each rank uploads its file as one object
+    (parts in parallel, streamed from the tensors; complete or absent) and the coordinator stores ``shards.json``.
+
     Args:
-        path: The folder to write into; it must exist.
+        path: The folder to write into; it must exist. Or a remote folder.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str] | RemotePath) -> None:
         super().__init__()
-        self.path = Path(path)
+        self.path: Folder = path if isinstance(path, RemotePath) else Path(path)
         self.rank = 0
         self.is_coordinator = True
 
     def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
         """Start a new save; ``checkpoint_id`` (a folder) replaces the folder given at construction."""
         if checkpoint_id is not None:
-            self.path = Path(checkpoint_id)
+            self.path = checkpoint_id if isinstance(checkpoint_id, RemotePath) else Path(checkpoint_id)
 
     def set_up_storage_writer(self, is_coordinator: bool, *args: Any, **kwargs: Any) -> None:
         """Remember whether this rank coordinates and its rank (DCP passes ``rank=``)."""
@@ -272,7 +276,10 @@ class FerryStorageWriter(StorageWriter):
             nodes.append([key, {"tensor": name}])
             nbytes = tensor.numel() * tensor.element_size()
             results.append(WriteResult(item.index, nbytes, {"file": file, "name": name, "kind": kind}))
-        if blobs:
+        if blobs and isinstance(self.path, RemotePath):
+            ferry_format.save_tensors(self.path / file, json.dumps({"dict": nodes}, separators=(",", ":")), blobs)
+        elif blobs:
+            assert isinstance(self.path, Path)
             path = self.path / file
             try:
                 writer.write_file(path, json.dumps({"dict": nodes}, separators=(",", ":")), blobs)
@@ -289,8 +296,12 @@ class FerryStorageWriter(StorageWriter):
         """Write ``shards.json`` (coordinator only): the metadata with every piece's file and name."""
         storage = {result.index: result.storage_data for rank_results in results for result in rank_results}
         document = metadata_to_json(dataclasses.replace(metadata, storage_data=storage))
+        data = json.dumps(document, indent=1, sort_keys=True).encode("utf-8")
+        if isinstance(self.path, RemotePath):
+            (self.path / SHARDS_FILE).write_bytes(data)  # one PUT: complete or absent
+            return
         with atomic_file(self.path / SHARDS_FILE) as handle:
-            handle.write(json.dumps(document, indent=1, sort_keys=True).encode("utf-8"))
+            handle.write(data)
 
     def storage_meta(self) -> None:
         """No storage metadata beyond ``shards.json``."""
@@ -309,19 +320,19 @@ class FerryStorageReader(StorageReader):
     it needs into the target tensor (DCP's resharding: a checkpoint saved by N ranks loads on M).
 
     Args:
-        path: The checkpoint folder.
+        path: The checkpoint folder, local or remote (a :class:`~ferry._remote_path.RemotePath`: ranged reads).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str] | RemotePath) -> None:
         super().__init__()
-        self.path = Path(path)
+        self.path: Folder = path if isinstance(path, RemotePath) else Path(path)
         self._metadata: Metadata | None = None
         self._storage: dict[MetadataIndex, dict[str, str]] = {}
 
     def reset(self, checkpoint_id: str | os.PathLike[str] | None = None) -> None:
         """Start a new load; ``checkpoint_id`` (a folder) replaces the folder given at construction."""
-        if checkpoint_id is not None and Path(checkpoint_id) != self.path:
-            self.path = Path(checkpoint_id)
+        if checkpoint_id is not None and checkpoint_id != self.path:
+            self.path = checkpoint_id if isinstance(checkpoint_id, RemotePath) else Path(checkpoint_id)
             self._metadata = None
 
     def read_metadata(self, *args: Any, **kwargs: Any) -> Metadata:
@@ -391,15 +402,15 @@ class FerryStorageReader(StorageReader):
         return (Path(checkpoint_id) / SHARDS_FILE).is_file()
 
 
-def read_pieces(path: Path, names: set[str]) -> dict[str, torch.Tensor]:
+def read_pieces(path: Folder, names: set[str]) -> dict[str, torch.Tensor]:
     """Read the tensors ``names`` of the ferry file ``path`` onto the CPU, verifying their checksums.
 
     Raises:
         CorruptCheckpointError: the file is missing, damaged, not a ferry file, or lacks one of ``names``.
     """
     try:
-        with ferry_format.open_file(path) as (handle, size):
-            header = reader.read_header(handle, path, size)
+        with ferry_format.open_any(path) as (handle, size):
+            header = reader.read_header(handle, shown_path(path), size)
             if not header.is_ferry:
                 raise CorruptCheckpointError(
                     f"{str(path)!r} is a plain safetensors file without ferry's checksums; a sharded ferry "

@@ -5,14 +5,14 @@ Only headers are read to find the pieces; :func:`ferry.checkpoint.file.verify` c
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 
+from ferry._remote_path import Folder
 from ferry.checkpoint.file import verify
 from ferry.checkpoint.file.structure import flatten, read_structure
-from ferry.checkpoint.folder import MANIFEST_FILE, SHARDS_FILE
+from ferry.checkpoint.folder import MANIFEST_FILE, RANK_FILE, SHARDS_FILE
 from ferry.checkpoint.sharded.metadata import read_metadata
 from ferry.checkpoint.sharded.ranks import verify_folder
 from ferry.errors import CorruptCheckpointError, UnsafeCheckpointError
@@ -20,7 +20,7 @@ from ferry.errors import CorruptCheckpointError, UnsafeCheckpointError
 __all__ = ["pieces_problem", "sharded_problem"]
 
 
-def pieces_problem(folder: Path, listed: set[str] | None) -> str | None:
+def pieces_problem(folder: Folder, listed: set[str] | None) -> str | None:
     """What is wrong with where ``shards.json`` places the pieces: a file not in the manifest, a piece not there.
 
     Only headers are read (the checksums are :func:`ferry.checkpoint.sharded.ranks.verify_folder`'s job).
@@ -50,15 +50,17 @@ def pieces_problem(folder: Path, listed: set[str] | None) -> str | None:
     return None
 
 
-def sharded_problem(folder: Path, manifest: dict[str, Any] | None) -> str | None:
+def sharded_problem(folder: Folder, manifest: dict[str, Any] | None) -> str | None:
     """What is wrong with the DCP part of ``folder`` (``None`` when it verifies); ``manifest`` is complete or None."""
     try:
         if manifest is not None:
             verify_folder(folder, manifest)
         else:  # a folder dcp.save wrote with ferry's storage: no manifest, so no SHA-256 to check
             read_metadata(folder)
-            for file in sorted(folder.glob("shard-*.safetensors")):
-                verify(file)
+            shards: list[Folder] = [child for child in folder.iterdir() if RANK_FILE.match(child.name)]
+            for file in sorted(shards, key=str):
+                if file.name.startswith("shard-"):
+                    verify(file)
         return pieces_problem(folder, None if manifest is None else set(manifest["files"]))
     except (CorruptCheckpointError, UnsafeCheckpointError) as err:
         return str(err)

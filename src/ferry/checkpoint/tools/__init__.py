@@ -1,8 +1,9 @@
 """What ``ferry ckpt`` does, as functions over any kind of checkpoint path.
 
 A path may be a ferry, safetensors or ``torch.save`` file; a checkpoint (step) folder, plain or sharded; a folder
-``dcp.save`` wrote with ferry's storage; or a Checkpointer run directory. ``ferry.cli`` only parses arguments and
-prints what these return.
+``dcp.save`` wrote with ferry's storage; or a Checkpointer run directory; locally, or as a URL of object storage
+(``s3://bucket/run``, with ``storage_options`` for its fsspec file system). ``ferry.cli`` only parses arguments
+and prints what these return.
 
 - :func:`resolve`: the checkpoint a path names (a run directory: its newest complete checkpoint);
 - :func:`describe`: what a checkpoint holds, from headers (``ferry ckpt inspect``);
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from ferry.checkpoint.tools._convert import convert
     from ferry.checkpoint.tools._describe import describe
     from ferry.checkpoint.tools._diff import diff, diff_objects, max_abs_diff
-    from ferry.checkpoint.tools._paths import Meter, Progress, Target, no_progress, resolve, run_directory
+    from ferry.checkpoint.tools._paths import Meter, Progress, Target, location, no_progress, resolve, run_directory
     from ferry.checkpoint.tools._runs import collect, list_run, recorded_policy
     from ferry.checkpoint.tools._verify import Check, verify, verify_path
 
@@ -38,6 +39,7 @@ _NAMES = {
     "Meter": "ferry.checkpoint.tools._paths",
     "Progress": "ferry.checkpoint.tools._paths",
     "Target": "ferry.checkpoint.tools._paths",
+    "location": "ferry.checkpoint.tools._paths",
     "no_progress": "ferry.checkpoint.tools._paths",
     "resolve": "ferry.checkpoint.tools._paths",
     "run_directory": "ferry.checkpoint.tools._paths",
@@ -61,6 +63,7 @@ __all__ = [
     "diff_objects",
     "flatten",
     "list_run",
+    "location",
     "max_abs_diff",
     "no_progress",
     "recorded_policy",

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ferry._remote_path import Folder
 from ferry.checkpoint.file.api import load, save, verify
 from ferry.checkpoint.file.kinds import KIND_NAMES, sniff
 from ferry.checkpoint.file.structure import flatten
@@ -25,7 +26,7 @@ from ferry.errors import CheckpointError
 __all__ = ["convert"]
 
 
-def _sharded_source(source: Path) -> tuple[Path, str] | None:
+def _sharded_source(source: Path) -> tuple[Folder, str] | None:
     """The folder to load with :func:`load_sharded_folder` and what it is, when ``source`` names one; else None."""
     if source.is_dir() and is_plain_dcp(source):
         return source, "DCP folder (torch FileSystemWriter)"
@@ -90,6 +91,7 @@ def convert(
         return {"input": str(folder), "output": str(out), "input_kind": kind, "tensors": tensors,
                 "bytes": out.stat().st_size}  # fmt: skip
     file = resolve(source).file
+    assert isinstance(file, Path)  # a local path: convert reads and writes local files
     _check_out(out, force)
     kind, size = sniff(file)
     notes: list[str] = []

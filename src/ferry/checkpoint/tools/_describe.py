@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
+from ferry._remote_path import Folder
 from ferry.checkpoint.file import tree
 from ferry.checkpoint.file.structure import flatten, read_structure
 from ferry.checkpoint.folder import MANIFEST_FILE, RANK_FILE, SHARDS_FILE, STATE_FILE, has_shards
@@ -140,7 +141,7 @@ def describe_target(target: Target, *, trusted: bool = False) -> dict[str, Any]:
     }
 
 
-def _raw_manifest(folder: Path) -> dict[str, Any]:
+def _raw_manifest(folder: Folder) -> dict[str, Any]:
     """The manifest as written, even when the folder is incomplete (``{}`` when it cannot be read)."""
     try:
         raw = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
@@ -163,7 +164,11 @@ def _file_role(name: str) -> str:
     return roles.get(name, "")
 
 
-def describe_sharded(folder: Path, manifest: dict[str, Any] | None, problem: str | None = None) -> dict[str, Any]:
+def _children(folder: Folder) -> list[Folder]:
+    return list(folder.iterdir())
+
+
+def describe_sharded(folder: Folder, manifest: dict[str, Any] | None, problem: str | None = None) -> dict[str, Any]:
     """Describe a checkpoint folder saved through DCP with ferry's storage, as ``inspect --json`` prints it.
 
     Reads ``shards.json``, the header of ``state.safetensors`` and the non-tensor values' pieces; no tensor data.
@@ -192,7 +197,7 @@ def describe_sharded(folder: Path, manifest: dict[str, Any] | None, problem: str
     payload = (folder / MANIFEST_FILE).exists() or (folder / STATE_FILE).is_file()
     files: list[dict[str, Any]] = [
         {"name": path.name, "bytes": path.stat().st_size, "holds": _file_role(path.name)}
-        for path in sorted(folder.iterdir())
+        for path in sorted(_children(folder), key=str)
         if path.is_file()
     ]
     ranks = {int(m.group(2)) for f in files if (m := RANK_FILE.match(f["name"]))}
@@ -293,7 +298,9 @@ def describe_sharded(folder: Path, manifest: dict[str, Any] | None, problem: str
     }
 
 
-def describe(path: str | os.PathLike[str], *, trusted: bool = False) -> dict[str, Any]:
+def describe(
+    path: str | os.PathLike[str], *, trusted: bool = False, storage_options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Describe any checkpoint path without reading tensor data: a file, a step folder, or a run directory's newest.
 
     Args:
@@ -301,6 +308,7 @@ def describe(path: str | os.PathLike[str], *, trusted: bool = False) -> dict[str
             ``dcp.save`` wrote with ferry's storage; or a Checkpointer run directory (its newest complete checkpoint).
         trusted: Unpickle a ``torch.save`` file in full (runs its code) instead of through torch's restricted
             unpickler.
+        storage_options: For a URL of object storage (``s3://bucket/run``): its fsspec file system's options.
 
     Returns:
         The JSON ``ferry ckpt inspect --json`` prints: ``{"path", "file", "kind", "bytes", "metadata", "tensors",
@@ -314,4 +322,4 @@ def describe(path: str | os.PathLike[str], *, trusted: bool = False) -> dict[str
         UnsafeCheckpointError: a pickle that would run code without ``trusted``, or a folder written by DCP's own
             ``FileSystemWriter``.
     """
-    return describe_target(resolve(Path(path)), trusted=trusted)
+    return describe_target(resolve(path, storage_options=storage_options), trusted=trusted)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
+from ferry._remote import is_url
 from ferry.checkpoint.file.api import load
 from ferry.checkpoint.file.structure import flatten
 from ferry.checkpoint.folder import has_shards
@@ -119,7 +120,12 @@ def _load(target: Target, *, trusted: bool) -> Any:
 
 
 def diff(
-    a: str | os.PathLike[str], b: str | os.PathLike[str], *, atol: float = 0.0, trusted: bool = False
+    a: str | os.PathLike[str],
+    b: str | os.PathLike[str],
+    *,
+    atol: float = 0.0,
+    trusted: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Compare two checkpoints of any kind leaf by leaf: files, step folders (plain or sharded), run directories.
 
@@ -132,6 +138,8 @@ def diff(
         atol: Tensors whose elements all differ by at most this much count as unchanged.
         trusted: Unpickle ``torch.save`` files in full (runs their code) instead of through the restricted
             unpickler.
+        storage_options: For URLs of object storage (``s3://bucket/run/step-000000100``): their fsspec file
+            system's options (both URLs share them; a local path beside a URL takes none).
 
     Returns:
         ``{"a", "b"}`` (the files or folders compared) and :func:`diff_objects`'s fields.
@@ -140,7 +148,7 @@ def diff(
         CheckpointError: a path names no checkpoint, or cannot be loaded (as :func:`ferry.load`).
         UnsafeCheckpointError: a pickle that would run code without ``trusted``.
     """
-    targets = [resolve(Path(path)) for path in (a, b)]
+    targets = [resolve(path, storage_options=storage_options if is_url(path) else None) for path in (a, b)]
     first, second = (_load(target, trusted=trusted) for target in targets)
     names = [str(t.folder if t.folder is not None and has_shards(t.folder) else t.file) for t in targets]
     return {"a": names[0], "b": names[1], **diff_objects(first, second, atol=atol)}

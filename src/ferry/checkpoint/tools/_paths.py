@@ -9,14 +9,16 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import torch
 
+from ferry._remote import is_url
+from ferry._remote_path import Folder, RemotePath
 from ferry.checkpoint.folder import (
     MANIFEST_FILE,
     STATE_FILE,
@@ -27,7 +29,7 @@ from ferry.checkpoint.folder import (
     read_manifest,
 )
 from ferry.checkpoint.run.folders import scan
-from ferry.errors import CheckpointError
+from ferry.errors import ArgumentError, CheckpointError
 
 __all__ = [
     "Meter",
@@ -35,6 +37,7 @@ __all__ = [
     "Target",
     "is_payload",
     "jsonable",
+    "location",
     "missing",
     "no_progress",
     "resolve",
@@ -54,8 +57,8 @@ class Target:
         problem: Why that folder is not complete (``None`` when it is, or when there is no folder).
     """
 
-    file: Path
-    folder: Path | None = None
+    file: Folder
+    folder: Folder | None = None
     manifest: dict[str, Any] | None = None
     problem: str | None = None
 
@@ -88,14 +91,34 @@ def no_progress(total: int, description: str) -> Iterator[Meter]:
     yield Meter()
 
 
-def missing(path: Path) -> CheckpointError:
+def location(path: str | os.PathLike[str] | RemotePath, storage_options: Mapping[str, Any] | None = None) -> Folder:
+    """``path`` as a local ``Path``, or a :class:`~ferry._remote_path.RemotePath` for a URL of object storage.
+
+    Raises:
+        ArgumentError: ``storage_options`` with a local path.
+    """
+    if isinstance(path, RemotePath):
+        return path
+    if is_url(path):
+        return RemotePath(str(path), storage_options)
+    if storage_options is not None:
+        raise ArgumentError(
+            f"storage_options are for URLs of object storage (s3://bucket/run), but {str(path)!r} is a local path. "
+            "Drop storage_options, or pass the URL."
+        )
+    return Path(path)
+
+
+def missing(path: Folder) -> CheckpointError:
     """The error for a path where there is nothing: it names the path and the working directory."""
+    if isinstance(path, RemotePath):
+        return CheckpointError(f"nothing is stored at {str(path)!r}. Check the URL and the bucket.", path=path)
     return CheckpointError(
         f"no file or folder at {str(path)!r} (working directory {os.getcwd()!r}). Check the path.", path=path
     )
 
 
-def resolve(path: str | os.PathLike[str]) -> Target:
+def resolve(path: str | os.PathLike[str] | RemotePath, *, storage_options: Mapping[str, Any] | None = None) -> Target:
     """The checkpoint ``path`` names: a file; a ``step-<n>`` folder (its state file); a run directory (its newest).
 
     A sharded step folder is a ``step-<n>`` folder too; so is a folder written by
@@ -107,7 +130,7 @@ def resolve(path: str | os.PathLike[str]) -> Target:
         CheckpointError: nothing at ``path``; a folder that is neither a checkpoint nor a run directory; a run
             directory without a complete checkpoint (the message lists what is wrong with each).
     """
-    path = Path(path)
+    path = location(path, storage_options)
     if path.is_file():
         return Target(path)
     if not path.is_dir():
@@ -136,7 +159,13 @@ def resolve(path: str | os.PathLike[str]) -> Target:
     )
 
 
-def run_directory(path: Path) -> Path:
+@overload
+def run_directory(path: Path) -> Path: ...
+@overload
+def run_directory(path: RemotePath) -> RemotePath: ...
+@overload
+def run_directory(path: Folder) -> Folder: ...
+def run_directory(path: Folder) -> Folder:
     """``path`` if it is a Checkpointer run directory (a folder not itself a ``step-<n>`` folder).
 
     Raises:
@@ -156,7 +185,8 @@ def run_directory(path: Path) -> Path:
             f"folders. Pass its parent: {str(path.parent)!r}.",
             path=path,
         )
-    if not any(folder_step(child.name) is not None for child in path.iterdir()):
+    children: list[Folder] = list(path.iterdir())
+    if isinstance(path, Path) and not any(folder_step(child.name) is not None for child in children):
         runs = nested_runs(path)
         if runs:
             raise CheckpointError(

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from ferry._fs import fsync_directory
+from ferry._remote_path import Folder, RemotePath
+from ferry.checkpoint.run import remote
 from ferry.checkpoint.run.folders import CheckpointEntry, RetentionPolicy, remove_checkpoint, scan, stale_temporaries
 from ferry.checkpoint.run.lock import LOCK_FILE, DirectoryLock
-from ferry.checkpoint.tools._paths import run_directory
+from ferry.checkpoint.tools._paths import location, run_directory
 from ferry.errors import CheckpointError
 
 __all__ = ["collect", "list_run", "recorded_policy"]
@@ -25,7 +28,7 @@ def recorded_policy(entries: list[CheckpointEntry]) -> tuple[RetentionPolicy, bo
     return RetentionPolicy.from_json(manifest.get("retention") if manifest else None), recorded
 
 
-def _writer(directory: Path) -> dict[str, Any] | None:
+def _writer(directory: Folder) -> dict[str, Any] | None:
     """Who holds the directory's write lock (``{"pid", "host"}``), as its lock file says; None when unlocked."""
     try:
         holder = json.loads((directory / LOCK_FILE).read_text(encoding="utf-8"))
@@ -53,7 +56,9 @@ def _entry_json(entry: CheckpointEntry, kept_by: list[str] | None, newest: bool)
     }
 
 
-def list_run(directory: str | os.PathLike[str]) -> dict[str, Any]:
+def list_run(
+    directory: str | os.PathLike[str] | RemotePath, *, storage_options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """A run directory's checkpoints, complete or not, and which retention rule keeps each (``ferry ckpt ls``).
 
     Returns:
@@ -61,11 +66,14 @@ def list_run(directory: str | os.PathLike[str]) -> dict[str, Any]:
         "problem", "sequence", "created", "bytes", "metrics", "kept_by", "newest"}], "stale_temporaries",
         "writer"}``: checkpoints in save order, incomplete ones last; ``kept_by`` is ``None`` for incomplete ones;
         ``writer`` is ``{"pid", "host"}`` from the lock file of a Checkpointer writing the directory, else ``None``.
+        On object storage (``directory`` a URL, with ``storage_options`` for its file system) ``stale_temporaries``
+        lists the step folders that are no checkpoint (a save or deletion cut short, a superseded save).
 
     Raises:
-        CheckpointError: nothing at ``directory``, a file, or one checkpoint folder (the message names its parent).
+        CheckpointError: nothing at ``directory``, a file, or one checkpoint folder (the message names its parent);
+            for a URL, also what the server refused.
     """
-    directory = Path(directory)
+    directory = location(directory, storage_options)
     entries = scan(run_directory(directory), trainer_folders=True)
     policy, recorded = recorded_policy(entries)
     reasons = policy.reasons(entries)
@@ -77,31 +85,56 @@ def list_run(directory: str | os.PathLike[str]) -> dict[str, Any]:
         "policy_recorded": recorded,
         "newest": str(newest) if newest else None,
         "checkpoints": [_entry_json(e, reasons.get(e.folder), e.folder == newest) for e in entries],
-        "stale_temporaries": [str(path) for path in stale_temporaries(directory)],
+        "stale_temporaries": [str(path) for path in _stale(directory, entries)],
         "writer": _writer(directory),
     }
 
 
+def _stale(directory: Folder, entries: list[CheckpointEntry]) -> list[Folder]:
+    """What crashed saves left: temporary folders (local), step folders that are no checkpoint (object storage)."""
+    if isinstance(directory, RemotePath):
+        return list(remote.debris(directory, entries))
+    return list(stale_temporaries(directory))
+
+
 def collect(
-    directory: str | os.PathLike[str], policy: RetentionPolicy | None = None, *, dry_run: bool = False
+    directory: str | os.PathLike[str] | RemotePath,
+    policy: RetentionPolicy | None = None,
+    *,
+    dry_run: bool = False,
+    break_lock: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Remove the complete checkpoints ``policy`` does not keep, and stale temporary folders.
 
     ``dry_run`` removes nothing. The newest complete checkpoint and the best (by ``keep_best``) are never removed;
-    nor are incomplete checkpoints (they are listed, to inspect and delete by hand).
+    nor are incomplete checkpoints (they are listed, to inspect and delete by hand). On object storage the stale
+    folders are the step folders that are no checkpoint (saves or deletions cut short, superseded saves; see
+    :mod:`ferry.checkpoint.run.remote`), each checkpoint goes manifest first, and incomplete multipart uploads
+    under the run are aborted.
 
     Args:
-        directory: The run directory.
+        directory: The run directory, or its URL.
         policy: The retention policy; ``None``: the one recorded in the newest manifest (or the default).
         dry_run: Only say what would go.
+        break_lock: First delete the run's write lock whoever holds it: for a lock left by a writer that is gone
+            and that ferry cannot tell is gone (it ran on another host). Never while that writer may still run.
+        storage_options: For a URL: passed to its fsspec file system.
 
     Returns:
         ``{"directory", "policy", "dry_run", "removed": [{"step", "folder", "bytes"}], "kept": [{"step", "folder",
         "kept_by"}], "incomplete": [{"step", "folder", "problem"}], "stale_temporaries": [path], "stale_bytes",
         "errors": [text]}``.
     """
-    directory = Path(directory)
-    lock = DirectoryLock(run_directory(directory))
+    directory = location(directory, storage_options)
+    lock: DirectoryLock | remote.RemoteLock
+    if isinstance(directory, RemotePath):
+        lock = remote.RemoteLock(run_directory(directory))
+    else:
+        lock = DirectoryLock(run_directory(directory))
+    broken = None
+    if break_lock and not dry_run:
+        broken = _break(lock)
     if not dry_run:  # taken before scanning, so no save or prune of a Checkpointer can interleave
         try:
             lock.acquire()
@@ -120,10 +153,13 @@ def collect(
         if best is not None:
             protected.add(best.folder)
         doomed = [entry for entry in complete if not reasons[entry.folder] and entry.folder not in protected]
-        stale = stale_temporaries(directory)
+        stale = _stale(directory, entries)
         stale_bytes = sum(_size(path) for path in stale)
         removed, errors = _remove(doomed, stale, dry_run=dry_run)
-        if not dry_run and (doomed or stale):
+        if isinstance(directory, RemotePath):
+            if not dry_run:
+                remote.abort_uploads(directory)
+        elif not dry_run and (doomed or stale):
             fsync_directory(directory)
     finally:
         lock.release()
@@ -144,11 +180,27 @@ def collect(
         "stale_temporaries": [str(path) for path in stale],
         "stale_bytes": stale_bytes,
         "errors": errors,
+        "broken_lock": broken,
     }
 
 
-def _size(path: Path) -> int:
+def _break(lock: DirectoryLock | remote.RemoteLock) -> dict[str, Any] | None:
+    """Delete ``lock``'s file or object whoever holds it; returns the holder's ``{"pid", "host"}`` (None: unlocked)."""
+    if isinstance(lock, remote.RemoteLock):
+        holder = lock.break_lock()
+    else:
+        holder = _writer(lock.path.parent)
+        with contextlib.suppress(FileNotFoundError):
+            lock.path.unlink()
+    if holder is None:
+        return None
+    return {"pid": holder.get("pid"), "host": holder.get("host")}
+
+
+def _size(path: Folder) -> int:
     """Bytes of a file, or of every file under a folder (what removing it frees)."""
+    if isinstance(path, RemotePath):
+        return sum(path.files().values())
     if path.is_file():
         return path.stat().st_size
     total = 0
@@ -161,7 +213,7 @@ def _size(path: Path) -> int:
 
 
 def _remove(
-    doomed: list[CheckpointEntry], stale: list[Path], *, dry_run: bool
+    doomed: list[CheckpointEntry], stale: list[Folder], *, dry_run: bool
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Remove the checkpoints ``doomed`` and the temporaries ``stale``; return what went, and what failed."""
     removed: list[dict[str, Any]] = []
@@ -170,19 +222,29 @@ def _remove(
         size = entry.size
         if not dry_run:
             try:
-                remove_checkpoint(entry.folder)
+                if isinstance(entry.folder, RemotePath):
+                    remote.delete_checkpoint(entry.folder)
+                else:
+                    remove_checkpoint(entry.folder)
+            except CheckpointError as err:
+                errors.append(f"cannot remove {str(entry.folder)!r}: {err}")
+                continue
             except OSError as err:
                 errors.append(f"cannot remove {str(entry.folder)!r}: {err.strerror or err}")
                 continue
         removed.append({"step": entry.step, "folder": str(entry.folder), "bytes": size})
     for path in stale if not dry_run else ():
         try:
-            if path.is_dir():
+            if isinstance(path, RemotePath):
+                path.remove_tree()
+            elif path.is_dir():
                 shutil.rmtree(path)
             else:
                 path.unlink()
         except FileNotFoundError:
             continue  # gone already: another process cleaned it
+        except CheckpointError as err:
+            errors.append(f"cannot remove {str(path)!r}: {err}")
         except OSError as err:
             errors.append(f"cannot remove {str(path)!r}: {err.strerror or err}")
     return removed, errors

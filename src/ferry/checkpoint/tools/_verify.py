@@ -12,6 +12,7 @@ safetensors, JSON).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ferry._remote import is_url, open_remote
+from ferry._remote_path import Folder, RemotePath
 from ferry.checkpoint.file import api as file_api
 from ferry.checkpoint.file import layout
 from ferry.checkpoint.file.kinds import KIND_NAMES, sniff
@@ -37,12 +39,14 @@ from ferry.checkpoint.folder import (
     read_manifest,
     trainer_step_of,
 )
+from ferry.checkpoint.run import remote
 from ferry.checkpoint.run.folders import scan, stale_temporaries
 from ferry.checkpoint.sharded import ranks
 from ferry.checkpoint.tools._paths import (
     Meter,
     Progress,
     is_payload,
+    location,
     missing,
     no_progress,
     run_directory,
@@ -82,8 +86,10 @@ class Check:
     problem: str | None = None
 
 
-def _file(file: Path, progress: Meter) -> Check:
+def _file(file: Folder, progress: Meter) -> Check:
     """Verify one file. Corrupt and unsafe files are problems; a file ferry cannot verify at all raises."""
+    if isinstance(file, RemotePath):
+        return _remote_file(file.url, file.storage_options, lambda total, text: contextlib.nullcontext(progress))
     kind, size = sniff(file)
     progress.describe(f"verifying {file.name}")
     try:
@@ -109,7 +115,7 @@ def _remote_file(url: str, storage_options: Mapping[str, Any] | None, progress: 
     return Check(url, kind, size, True, "header, sizes and every tensor's checksum")
 
 
-def _whole_file(file: Path, expected: str, progress: Meter) -> Check:
+def _whole_file(file: Folder, expected: str, progress: Meter) -> Check:
     """Check a file that carries no checksums of its own against the ``xxh3_64`` its folder's manifest records."""
     size = file.stat().st_size
     progress.describe(f"verifying {file.name}")
@@ -146,7 +152,7 @@ _CHECKED_SHARDED = (
 _SHARDED_KIND = "Checkpointer checkpoint (sharded)"
 
 
-def _folder(folder: Path, progress: Meter) -> Check:
+def _folder(folder: Folder, progress: Meter) -> Check:
     """Verify a ``step-<n>`` folder: manifest, file sizes, every checksum, and that it holds the step it names."""
     from ferry.checkpoint.sharded.verify import sharded_problem  # imports DCP (1.5 s): used for sharded folders
 
@@ -208,7 +214,7 @@ def _folder(folder: Path, progress: Meter) -> Check:
 
 
 def verify_path(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | RemotePath,
     progress: Progress = no_progress,
     *,
     storage_options: Mapping[str, Any] | None = None,
@@ -228,37 +234,48 @@ def verify_path(
         CheckpointError: nothing at ``path``, a folder holding no checkpoint, or a file ferry cannot verify at all
             (a TorchScript archive, a file from a newer ferry, an unreadable file).
     """
-    if is_url(path):
-        return [_remote_file(str(path), storage_options, progress)], []
-    path = file_api.as_path(path, "checkpoint.tools.verify_path")
-    if path.is_file():
-        with progress(path.stat().st_size, f"verifying {path.name}") as meter:
-            return [_file(path, meter)], []
-    if path.is_dir() and (
-        (path / MANIFEST_FILE).exists() or (path / STATE_FILE).exists() or has_shards(path) or is_plain_dcp(path)
+    where: Folder = (
+        location(path, storage_options)
+        if isinstance(path, RemotePath) or is_url(path)
+        else file_api.as_path(path, "checkpoint.tools.verify_path")
+    )
+    if isinstance(where, RemotePath) and where.is_file():
+        return [_remote_file(where.url, where.storage_options, progress)], []
+    if where.is_file():
+        with progress(where.stat().st_size, f"verifying {where.name}") as meter:
+            return [_file(where, meter)], []
+    if where.is_dir() and (
+        (where / MANIFEST_FILE).exists() or (where / STATE_FILE).exists() or has_shards(where) or is_plain_dcp(where)
     ):
-        folders = [path]
+        folders: list[Folder] = [where]
         notes: list[str] = []
     else:
-        directory = run_directory(path)
+        directory = run_directory(where)
         entries = scan(directory, trainer_folders=True)
         folders = [entry.folder for entry in sorted(entries, key=lambda entry: entry.step)]
         if not folders:
             raise CheckpointError(
-                f"{str(path)!r} holds no checkpoint to verify (no step-<n> folders, no {MANIFEST_FILE}). Pass a "
+                f"{str(where)!r} holds no checkpoint to verify (no step-<n> folders, no {MANIFEST_FILE}). Pass a "
                 "checkpoint file, a step-<n> folder or a Checkpointer run directory.",
-                path=path,
+                path=where,
             )
-        notes = [
-            f"stale temporary {stale.name} (left by a crashed save; ferry ckpt gc removes it)"
-            for stale in stale_temporaries(directory)
-        ]
+        if isinstance(directory, RemotePath):
+            notes = [
+                f"{stale.name} is no checkpoint (a save or deletion cut short, or a superseded save; ferry ckpt gc "
+                "removes it)"
+                for stale in remote.debris(directory, entries)
+            ]
+        else:
+            notes = [
+                f"stale temporary {stale.name} (left by a crashed save; ferry ckpt gc removes it)"
+                for stale in stale_temporaries(directory)
+            ]
     total = sum(file.stat().st_size for folder in folders for file in folder.iterdir() if file.is_file())
     with progress(total, "verifying") as meter:
         return [_folder(folder, meter) for folder in folders], notes
 
 
-def verify(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None) -> None:
+def verify(path: str | os.PathLike[str] | RemotePath, *, storage_options: Mapping[str, Any] | None = None) -> None:
     """Check a checkpoint without loading it: a file, a checkpoint (step) folder, plain or sharded, or a run directory.
 
     A file: header, offsets, size and every checksum, streaming the file (plain safetensors files: header, offsets
@@ -276,15 +293,17 @@ def verify(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] |
             TorchScript archive, or from a newer ferry.
         ArgumentError: ``path`` is not a ``str`` or ``os.PathLike`` (e.g. an open file object).
 
-    ``path`` may also be the URL of one file on object storage (``"s3://bucket/run/model.safetensors"``), with
+    ``path`` may also be a URL of object storage (a file, a step folder or a run: ``"s3://bucket/run"``), with
     ``storage_options`` for its fsspec file system as for :func:`ferry.save`; every byte is fetched and checked.
     """
-    if is_url(path):
-        file_api.verify(path, storage_options=storage_options)
-        return
-    if storage_options is not None:
+    where: Folder
+    if isinstance(path, RemotePath) or is_url(path):
+        where = location(path, storage_options)
+    elif storage_options is not None:
         file_api.verify(path, storage_options=storage_options)  # raises: storage options are for URLs
-    where = file_api.as_path(path, "verify")
+        return
+    else:
+        where = file_api.as_path(path, "verify")
     if not where.exists():
         raise missing(where)
     if where.is_file():
@@ -307,5 +326,5 @@ def verify(path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] |
     problems = "".join(f"\n  {Path(check.path).name}: {str(check.problem).rstrip('.')}" for check in failed)
     raise CorruptCheckpointError(
         f"{len(failed)} of {len(checks)} checkpoints in {str(where)!r} fail verification:{problems}\n{fix}",
-        path=Path(failed[0].path),
+        path=failed[0].path,
     )
