@@ -181,14 +181,31 @@ def test_a_second_writer_is_refused_and_a_dead_writers_lease_is_taken_over(memor
     ferry.Checkpointer(memory_url).close()
 
 
-def test_the_manifest_is_created_only_if_absent(memory_url: str) -> None:
+@pytest.mark.parametrize("store", ["memory", "s3"])
+def test_the_manifest_is_created_only_if_absent(store: str, memory_url: str, request) -> None:
     """Two writers cannot both commit one folder: the second manifest is refused and the first left as it was."""
-    folder = RemotePath(memory_url) / "step-000000004"
+    if store == "s3":
+        server = request.getfixturevalue("s3_server")
+        folder = RemotePath(f"s3://{server.bucket('manifests')}/{uuid.uuid4().hex}", server.options())
+    else:
+        folder = RemotePath(memory_url) / "step-000000004"
     remote.commit_manifest(folder, {"format": "ferry.checkpoint", "step": 4, "sequence": 1, "files": {}})
     before = (folder / "manifest.json").read_bytes()
     with pytest.raises(CheckpointError, match="committed by another writer"):
         remote.commit_manifest(folder, {"format": "ferry.checkpoint", "step": 4, "sequence": 2, "files": {}})
     assert before == (folder / "manifest.json").read_bytes()
+
+
+def test_gc_break_lock_removes_a_local_lock_of_another_host(tmp_path: Path) -> None:
+    with ferry.Checkpointer(tmp_path) as ckpt:
+        ckpt.save(1, {"x": torch.ones(1)})
+    lock = tmp_path / ".ferry-lock"
+    lock.write_text(json.dumps({"pid": 4242, "host": "elsewhere", "since": time.time(), "token": "t"}))
+    with pytest.raises(CheckpointError, match="host elsewhere"):
+        ferry.Checkpointer(tmp_path)
+    assert {"pid": 4242, "host": "elsewhere"} == tools.collect(tmp_path, break_lock=True)["broken_lock"]
+    assert not lock.exists()
+    ferry.Checkpointer(tmp_path).close()
 
 
 def test_storage_options_with_a_local_folder_are_refused(tmp_path: Path) -> None:

@@ -67,7 +67,8 @@ class DirectoryLock:
                     f"checkpoint directory {str(self.path.parent)!r} is being written by another process "
                     f"(pid {holder.get('pid', '?')} on host {holder.get('host', '?')}, lock file {str(self.path)!r}). "
                     "Two writers would delete each other's checkpoints. Save to another directory, close the other "
-                    "Checkpointer, or, if that process is gone, delete the lock file. To read the run while it is "
+                    "Checkpointer, or, if that process is gone, delete the lock file (`ferry ckpt gc "
+                    f"{self.path.parent} --break-lock`). To read the run while it is "
                     "written (an evaluation script), create the Checkpointer with read_only=True.",
                     path=self.path,
                 ) from None
