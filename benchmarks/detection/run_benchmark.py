@@ -115,6 +115,13 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("show_attend_tell.py", "FRY003", 482): "torch.load(checkpoint) without map_location",
     ("moco_pretrain_lincls.py", "FRY009", 605): "save_checkpoint of the DDP model's state_dict (module. keys)",
     ("moco_pretrain_lincls.py", "FRY009", 845): "save_checkpoint of the DDP model's state_dict (module. keys)",
+    # held-out round 9: the authors' torch.load(path) without map_location (BERT-pytorch's model read back,
+    # real-nvp's resume, ssd.pytorch's base weights and test weights) and BERT-pytorch's torch.save of the whole module
+    ("bert_pretrain_codertimo.py", "FRY003", 772): "torch.load(last, weights_only=False) without map_location",
+    ("bert_pretrain_codertimo.py", "FRY004", 654): "torch.save(self.bert.cpu(), output_path) of the whole module",
+    ("realnvp_cifar.py", "FRY003", 628): "torch.load('ckpts/best.pth.tar') without map_location",
+    ("ssd_multibox_voc.py", "FRY003", 888): "torch.load(args.save_folder + args.basenet) without map_location",
+    ("ssd_multibox_voc.py", "FRY003", 1057): "torch.load(test_args.trained_model) without map_location",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.
