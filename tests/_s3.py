@@ -69,13 +69,32 @@ class S3Server:
             self.process.wait(10)
 
     def restart(self, timeout: float = 60.0) -> None:
-        """Start the killed server again, on the same ports and data; wait until it answers."""
+        """Start the killed server again, on the same ports and data; wait until it stores and reads objects.
+
+        A restarted server answers listings before its volume server is back, and fails reads and writes with an
+        internal error until then: this waits for a round trip of an object in each of its buckets.
+        """
         env = {**os.environ, "AWS_ACCESS_KEY_ID": KEY, "AWS_SECRET_ACCESS_KEY": SECRET}
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
                 self.command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
             )
         _wait(self, timeout)
+        import s3fs
+
+        deadline = time.monotonic() + timeout
+        for bucket in self.buckets:
+            while True:
+                try:
+                    fs = s3fs.S3FileSystem(skip_instance_cache=True, **self.options())
+                    fs.pipe_file(f"{bucket}/.ferry-test-probe", b"probe")
+                    fs.cat_file(f"{bucket}/.ferry-test-probe")
+                    fs.rm_file(f"{bucket}/.ferry-test-probe")
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.3)
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 10 s) and remove its data."""

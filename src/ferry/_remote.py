@@ -33,6 +33,8 @@ __all__ = ["RemoteFile", "is_url", "open_remote", "remote_error", "split_url", "
 _URL = re.compile(r"^(?P<protocol>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$", re.DOTALL)
 #: The package each common protocol's file system comes in, for the "install it" message.
 _PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs"}
+#: Words of errors that say the server refused the credentials or the request.
+_REFUSED = ("AccessDenied", "InvalidAccessKeyId", "Signature")
 #: Words of errors that say the server asked the client to slow down.
 _THROTTLED = ("SlowDown", "Throttl", "TooManyRequests", "RequestLimitExceeded", "503")
 
@@ -102,7 +104,20 @@ def remote_error(url: str, err: BaseException, action: str) -> CheckpointError:
     text = f"{type(err).__name__}: {err}"
     protocol, rest = split_url(url)
     bucket = rest.split("/", 1)[0]
-    if isinstance(err, PermissionError) or any(w in text for w in ("AccessDenied", "InvalidAccessKeyId", "Signature")):
+    if any(w in text for w in ("NoCredentials", "Unable to locate credentials")):
+        why = (
+            f"no credentials were found ({err}). Pass them in storage_options={{'key': ..., 'secret': ...}} (on the "
+            'command line: --storage-options \'{"key": ..., "secret": ...}\'), or set the AWS_ACCESS_KEY_ID and '
+            "AWS_SECRET_ACCESS_KEY environment variables (or an AWS profile)"
+        )
+    elif isinstance(err, TypeError) and "unexpected keyword argument" in text:
+        why = (
+            f"the file system does not take one of the storage_options ({err}). Pass only options it takes (for "
+            "s3://: key, secret, token, endpoint_url, client_kwargs, config_kwargs)"
+        )
+    elif isinstance(err, PermissionError) or any(
+        w in text for w in ("AccessDenied", "InvalidAccessKeyId", "Signature")
+    ):
         why = (
             "the server refused the credentials or this user lacks permission"
             f" ({err}). Check the key and secret (storage_options={{'key': ..., 'secret': ...}}, or the "

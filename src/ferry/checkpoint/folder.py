@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,9 @@ MANIFEST_VERSION = 1
 STEP_DIGITS = 9
 #: A rank's file of a sharded folder: its pieces (``shard-``) or its RNG states (``rng-``), and the rank.
 RANK_FILE = re.compile(r"^(shard|rng)-(\d+)\.safetensors$")
-#: A step folder: ``step-<n>``, or on object storage ``step-<n>.<save sequence>``, a later save of a step whose first
-#: folder is committed (:mod:`ferry.checkpoint.run.remote`: committed folders are never written again).
-_STEP_NAME = re.compile(r"^step-(\d+)(?:\.\d+)?$")
+#: A step folder: ``step-<n>``, or on object storage ``step-<n>.<hex token>``: there every save goes to a folder name
+#: of its own, never used before (:mod:`ferry.checkpoint.run.remote`).
+_STEP_NAME = re.compile(r"^step-(\d+)(?:\.[0-9a-f]+)?$")
 #: A Hugging Face Trainer's checkpoint folder: ``transformers.trainer_utils.PREFIX_CHECKPOINT_DIR`` + ``-<step>``.
 _TRAINER_NAME = re.compile(r"^checkpoint-(\d+)$")
 #: ``manifest.json``'s ``layout`` in a Trainer checkpoint folder written by ``ferry.integrations.transformers``.
@@ -93,9 +94,9 @@ def step_name(step: int) -> str:
 def step_of(name: str) -> int | None:
     """The step a folder name stands for (``step-<digits>``, any number of digits), else ``None``.
 
-    A later save of a committed step on object storage is ``step-<digits>.<save sequence>``.
+    On object storage every save has a folder of its own, ``step-<digits>.<hex token>``.
 
-    >>> step_of("step-000000420"), step_of("step-7"), step_of("step-000000420.9"), step_of("best")
+    >>> step_of("step-000000420"), step_of("step-7"), step_of("step-000000420.5e1f07a2"), step_of("best")
     (420, 7, 420, None)
     """
     match = _STEP_NAME.match(name)
@@ -178,12 +179,16 @@ def is_step_folder(path: Path | RemotePath) -> bool:
     )
 
 
-def read_manifest(folder: Path | RemotePath) -> tuple[dict[str, Any] | None, str | None]:
+def read_manifest(
+    folder: Path | RemotePath, sizes: Mapping[str, int] | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
     """``(manifest, None)`` when ``folder`` is complete, else ``(None, what is wrong)``.
 
     Complete means: ``manifest.json`` parses, names the ferry checkpoint format, and every file it lists exists with
     the recorded size in bytes. A Trainer's ``checkpoint-<n>`` without a manifest is said to be the stock Trainer's.
-    Checksums are not read here (that is :func:`ferry.verify`).
+    Checksums are not read here (that is :func:`ferry.verify`). ``sizes`` (every file of the folder and its size,
+    from one listing of object storage) saves asking for each file; a listing is only a hint (some stores list new
+    objects late), so a file it lacks is asked for by name before it counts as missing.
     """
     try:
         manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
@@ -203,7 +208,7 @@ def read_manifest(folder: Path | RemotePath) -> tuple[dict[str, Any] | None, str
         return None, f"{MANIFEST_FILE} lists no files"
     for name, info in files.items():
         try:
-            size = (folder / name).stat().st_size
+            size = sizes[name] if sizes is not None and name in sizes else (folder / name).stat().st_size
         except OSError:
             return None, f"{name} is missing"
         expected = info.get("bytes") if isinstance(info, dict) else None

@@ -98,10 +98,11 @@ def _parser() -> argparse.ArgumentParser:
     diff.set_defaults(handler="ckpt_diff:diff_main")
 
     convert = commands.add_parser(
-        "convert", parents=[common, trusted], help="convert to a ferry file", description="Convert a checkpoint "
-        "(a torch.save file, loaded through torch's restricted unpickler; any file ferry loads; a sharded step "
-        "folder, loaded whole in this process; with --trusted, a folder written by torch.distributed.checkpoint) to "
-        "a ferry file (safetensors with checksums), written atomically and verified.",
+        "convert", parents=[common, trusted, remote], help="convert to a ferry file",
+        description="Convert a checkpoint (a torch.save file, loaded through torch's restricted unpickler; any file "
+        "ferry loads; a sharded step folder, loaded whole in this process; with --trusted, a folder written by "
+        "torch.distributed.checkpoint) to a ferry file (safetensors with checksums), written atomically and "
+        "verified. IN may be a URL of object storage; OUT is a local file.",
     )  # fmt: skip
     convert.add_argument("input", metavar="IN")
     convert.add_argument("out", metavar="OUT", help="the file to write, e.g. model.safetensors")

@@ -86,12 +86,15 @@ def storage_options(args: argparse.Namespace, *paths: str) -> dict[str, Any] | N
     try:
         options = json.loads(text)
     except json.JSONDecodeError as err:
+        # the text is not shown: it may hold a secret
         raise ArgumentError(
-            f"--storage-options {text!r} is not JSON ({err.msg}). Pass an object, e.g. --storage-options "
-            '\'{"key": "...", "secret": "...", "client_kwargs": {"endpoint_url": "http://127.0.0.1:8333"}}\''
+            f"--storage-options is not JSON ({err.msg} at character {err.pos} of {len(text)}). Pass an object, e.g. "
+            '--storage-options \'{"key": "...", "secret": "...", "client_kwargs": {"endpoint_url": '
+            '"http://127.0.0.1:8333"}}\''
         ) from None
     if not isinstance(options, dict):
         raise ArgumentError(
-            f"--storage-options must be a JSON object of fsspec options, got {type(options).__name__} {text!r}."
+            f"--storage-options must be a JSON object of fsspec options, got a JSON {type(options).__name__}. Pass "
+            '--storage-options \'{"key": "...", "secret": "..."}\''
         )
     return options

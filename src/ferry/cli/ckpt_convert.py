@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 from ferry.checkpoint.tools import convert
-from ferry.cli.ckpt_common import human_bytes, meter
+from ferry.cli.ckpt_common import human_bytes, meter, storage_options
 
 
 def convert_main(args: argparse.Namespace) -> int:
     """``ferry ckpt convert``: 0 when written and verified."""
     out = Path(args.out)
-    report = convert(args.input, out, trusted=args.trusted, force=args.force, progress=meter)
+    options = storage_options(args, args.input)
+    report = convert(args.input, out, trusted=args.trusted, force=args.force, progress=meter, storage_options=options)
     if args.json:
         print(json.dumps(report))
         return 0

@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from ferry.checkpoint.folder import STEP_DIGITS
 from ferry.checkpoint.run.folders import RetentionPolicy, scan
 from ferry.checkpoint.run.lock import LOCK_FILE
 from ferry.checkpoint.tools import collect, list_run, location, recorded_policy, run_directory
@@ -53,7 +54,7 @@ def _print_listing(report: dict[str, Any]) -> None:
             kept = "" if row["kept_by"] is None else ", ".join(row["kept_by"]) or "—"
             table.add_row(
                 Text("*", style="bold") if row["newest"] else "",
-                str(row["step"]),
+                _step_text(row),
                 (row["created"] or "?").replace("T", " ")[:16],
                 human_bytes(row["bytes"]),
                 status,
@@ -67,7 +68,21 @@ def _print_listing(report: dict[str, Any]) -> None:
         console.print(Text(f"stale temporary: {path} (left by a crashed save; ferry ckpt gc removes it)", "yellow"))
     if report["writer"] is not None:
         writer = report["writer"]
-        console.print(Text(f"written by pid {writer['pid']} on {writer['host']} (its lock file: {LOCK_FILE})", "dim"))
+        stale = (
+            " (that process is no longer running: the next writer takes the lock over)"
+            if writer.get("alive") is False
+            else ""
+        )
+        console.print(
+            Text(f"written by pid {writer['pid']} on {writer['host']}{stale} (its lock file: {LOCK_FILE})", "dim")
+        )
+
+
+def _step_text(row: dict[str, Any]) -> str:
+    """The step, and the folder when its name is not the step's plain one (a step saved again on object storage)."""
+    name = str(row["folder"]).rstrip("/").rsplit("/", 1)[-1]
+    plain = f"step-{row['step']:0{STEP_DIGITS}d}"
+    return str(row["step"]) if name in (plain, f"checkpoint-{row['step']}") else f"{row['step']} ({name})"
 
 
 def ls_main(args: argparse.Namespace) -> int:
@@ -116,7 +131,8 @@ def _print_collection(report: dict[str, Any]) -> None:
     console.print(Text(f"retention: {_policy_text(report['policy'], True)}"))
     if report.get("broken_lock"):
         holder = report["broken_lock"]
-        console.print(Text(f"deleted the write lock of pid {holder['pid']} on {holder['host']}", style="yellow"))
+        deleted = "would delete" if report["dry_run"] else "deleted"
+        console.print(Text(f"{deleted} the write lock of pid {holder['pid']} on {holder['host']}", style="yellow"))
     for row in report["removed"]:
         console.print(Text(f"{verb} {row['folder']} (step {row['step']}, {human_bytes(row['bytes'])})"))
     for path in report["stale_temporaries"]:
@@ -127,6 +143,9 @@ def _print_collection(report: dict[str, Any]) -> None:
         console.print(
             Text(f"left alone: {row['folder']} is incomplete ({row['problem']}); inspect it, then delete it by hand")
         )
+    aborted = "would abort" if report["dry_run"] else "aborted"
+    for key in report.get("uploads", []):
+        console.print(Text(f"{aborted} the incomplete multipart upload of {key}"))
     freed = sum(row["bytes"] for row in report["removed"])
     count = len(report["removed"]) + len(report["stale_temporaries"])
     leftovers = f" and {human_bytes(report['stale_bytes'])} of leftovers" if report["stale_temporaries"] else ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -44,8 +45,8 @@ def _train(model: torch.nn.Module, optimizer: torch.optim.Optimizer, steps: int)
 
 
 def _objects(url: str, options: dict[str, object] | None = None) -> list[str]:
-    """Every object under ``url``, relative to it."""
-    return sorted(RemotePath(url, options).files())
+    """Every object under ``url``, relative to it, with each save's folder token shown as ``*``."""
+    return sorted(re.sub(r"^(step-\d+)\.[0-9a-f]{8}/", r"\1.*/", name) for name in RemotePath(url, options).files())
 
 
 @pytest.fixture
@@ -62,14 +63,14 @@ def test_save_restore_and_retention_on_memory(memory_url: str) -> None:
         for step in (10, 20, 30):
             _train(model, optimizer, 1)
             folder = ckpt.save(step, {"model": model, "optimizer": optimizer, "epoch": step // 10})
-            assert f"{memory_url}/step-{step:09d}" == str(folder)
+            assert re.fullmatch(rf"{memory_url}/step-{step:09d}\.[0-9a-f]{{8}}", str(folder))
         assert [20, 30] == ckpt.steps()
     # the pruned checkpoint is gone entirely; the lease went with close()
     assert [
-        "step-000000020/manifest.json",
-        "step-000000020/state.safetensors",
-        "step-000000030/manifest.json",
-        "step-000000030/state.safetensors",
+        "step-000000020.*/manifest.json",
+        "step-000000020.*/state.safetensors",
+        "step-000000030.*/manifest.json",
+        "step-000000030.*/state.safetensors",
     ] == _objects(memory_url)
     fresh, fresh_optimizer = _model(seed=1)
     state = {"model": fresh, "optimizer": fresh_optimizer, "epoch": 0}
@@ -84,30 +85,30 @@ def test_save_restore_and_retention_on_memory(memory_url: str) -> None:
 
 
 def test_a_step_saved_again_goes_to_a_new_folder_and_replaces_the_old_one(memory_url: str) -> None:
-    """A committed folder is never written again: the new save commits beside it, then the old one is deleted."""
+    """A folder is never written twice: a new save of a step commits beside the old one, then the old one goes."""
     with ferry.Checkpointer(memory_url, keep_last=3) as ckpt:
         ckpt.save(5, {"x": torch.zeros(2)})
         first = ckpt.save(7, {"x": torch.ones(2)})
         second = ckpt.save(7, {"x": torch.full((2,), 2.0)})
-        assert first.name == "step-000000007"
-        assert second.name == "step-000000007.3"  # save number 3
+        assert first != second
         assert [5, 7] == ckpt.steps()
         assert second == ckpt.path_for(7)
+        assert not first.exists()  # deleted once the new one had committed
         third = ckpt.save(7, {"x": torch.full((2,), 3.0)})
-        assert third.name == "step-000000007"  # the plain name is free again
+        assert len({first, second, third}) == 3
         state = {"x": torch.zeros(2)}
         assert 7 == ckpt.restore(state)
         assert torch.equal(torch.full((2,), 3.0), state["x"])
-    assert ["step-000000005", "step-000000007"] == sorted({name.split("/")[0] for name in _objects(memory_url)})
+    assert ["step-000000005.*", "step-000000007.*"] == sorted({name.split("/")[0] for name in _objects(memory_url)})
 
 
 def test_the_newer_of_two_committed_folders_of_a_step_wins(memory_url: str) -> None:
     """A crash between a replacement's commit and the old folder's deletion leaves both: readers take the newer."""
     with ferry.Checkpointer(memory_url) as ckpt:
-        ckpt.save(3, {"x": torch.zeros(1)})
-        old = RemotePath(memory_url) / "step-000000003"
+        old = ckpt.save(3, {"x": torch.zeros(1)})
+        assert isinstance(old, RemotePath)
         kept = {name: (old / name).read_bytes() for name in old.files()}
-        ckpt.save(3, {"x": torch.ones(1)})
+        new = ckpt.save(3, {"x": torch.ones(1)})
         for name, data in kept.items():  # put the replaced folder back, as if its deletion never happened
             (old / name).write_bytes(data)
         entries = folders.scan(RemotePath(memory_url))
@@ -120,7 +121,7 @@ def test_the_newer_of_two_committed_folders_of_a_step_wins(memory_url: str) -> N
         assert torch.equal(torch.ones(1), state["x"])
     with ferry.Checkpointer(memory_url):  # the next writer removes the debris
         pass
-    assert ["step-000000003.2"] == sorted({name.split("/")[0] for name in _objects(memory_url)})
+    assert [new.name] == sorted({name.split("/")[0] for name in RemotePath(memory_url).files() if "/" in name})
 
 
 def test_async_saves_and_save_if_due(memory_url: str) -> None:
@@ -152,7 +153,7 @@ def test_debris_of_a_crashed_save_is_never_a_checkpoint_and_goes_at_the_next_sta
     listing = tools.list_run(memory_url)
     assert [f"{memory_url}/step-000000002"] == listing["stale_temporaries"]
     with ferry.Checkpointer(memory_url) as ckpt:
-        expected = [".ferry-lock", "step-000000001/manifest.json", "step-000000001/state.safetensors"]
+        expected = [".ferry-lock", "step-000000001.*/manifest.json", "step-000000001.*/state.safetensors"]
         assert expected == _objects(memory_url)
         ckpt.save(2, {"x": torch.full((1,), 2.0)})
     assert [1, 2] == ferry.Checkpointer(memory_url, read_only=True).steps()
@@ -177,7 +178,7 @@ def test_a_second_writer_is_refused_and_a_dead_writers_lease_is_taken_over(memor
     with pytest.raises(CheckpointError, match="on host elsewhere"):
         ferry.Checkpointer(memory_url)
     report = tools.collect(memory_url, break_lock=True)
-    assert {"pid": 1, "host": "elsewhere"} == report["broken_lock"]
+    assert {"pid": 1, "host": "elsewhere", "alive": None} == report["broken_lock"]
     ferry.Checkpointer(memory_url).close()
 
 
@@ -203,7 +204,7 @@ def test_gc_break_lock_removes_a_local_lock_of_another_host(tmp_path: Path) -> N
     lock.write_text(json.dumps({"pid": 4242, "host": "elsewhere", "since": time.time(), "token": "t"}))
     with pytest.raises(CheckpointError, match="host elsewhere"):
         ferry.Checkpointer(tmp_path)
-    assert {"pid": 4242, "host": "elsewhere"} == tools.collect(tmp_path, break_lock=True)["broken_lock"]
+    assert {"pid": 4242, "host": "elsewhere", "alive": None} == tools.collect(tmp_path, break_lock=True)["broken_lock"]
     assert not lock.exists()
     ferry.Checkpointer(tmp_path).close()
 
@@ -238,10 +239,11 @@ def test_s3_run_with_retention_best_and_ferry_ckpt(s3_server: _s3.S3Server, caps
     ]
     assert 0 == main(["verify", url, *flags])
     assert json.loads(capsys.readouterr().out)["ok"]
-    assert 0 == main(["inspect", f"{url}/step-000000040", *flags])
+    folders = {entry["step"]: entry["folder"] for entry in listed["checkpoints"]}
+    assert 0 == main(["inspect", folders[40], *flags])
     inspected = json.loads(capsys.readouterr().out)
     assert 40 == inspected["metadata"]["step"]
-    assert 1 == main(["diff", f"{url}/step-000000030", f"{url}/step-000000040", *flags])  # 1: they differ
+    assert 1 == main(["diff", folders[30], folders[40], *flags])  # 1: they differ
     changed = [row["path"] for row in json.loads(capsys.readouterr().out)["changed"]]
     assert "objects/model/0.weight" in changed
     assert 0 == main(["gc", url, "--keep-last", "1", *flags])
@@ -255,8 +257,8 @@ def test_a_damaged_object_is_detected_and_the_previous_checkpoint_restored(s3_se
     options = s3_server.options()
     with ferry.Checkpointer(url, storage_options=options) as ckpt:
         ckpt.save(1, {"w": torch.full((1000,), 1.0)})
-        ckpt.save(2, {"w": torch.full((1000,), 2.0)})
-    state_file = RemotePath(url, options) / "step-000000002" / "state.safetensors"
+        second = ckpt.save(2, {"w": torch.full((1000,), 2.0)})
+    state_file = RemotePath(str(second), options) / "state.safetensors"
     data = bytearray(state_file.read_bytes())
     data[-7] ^= 0x10  # one flipped bit in the tensor data, the size unchanged
     state_file.write_bytes(bytes(data))
@@ -266,7 +268,7 @@ def test_a_damaged_object_is_detected_and_the_previous_checkpoint_restored(s3_se
         assert 1 == reader.restore(state)
     assert torch.equal(torch.full((1000,), 1.0), state["w"])
     with pytest.raises(ferry.CorruptCheckpointError, match="checksum"):
-        tools.verify(f"{url}/step-000000002", storage_options=options)
+        tools.verify(str(second), storage_options=options)
 
 
 def test_wrong_credentials_and_a_missing_bucket_fail_before_training(s3_server: _s3.S3Server) -> None:
@@ -404,13 +406,13 @@ def test_two_rank_fsdp2_sharded_save_and_restore_through_s3(s3_server: _s3.S3Ser
         assert saved["params"] == restored["params"]
         assert saved["optimizer"] == restored["optimizer"]
     assert [
-        "step-000000002/manifest.json",
-        "step-000000002/rng-00000.safetensors",
-        "step-000000002/rng-00001.safetensors",
-        "step-000000002/shard-00000.safetensors",  # each rank uploaded its own shards
-        "step-000000002/shard-00001.safetensors",
-        "step-000000002/shards.json",
-        "step-000000002/state.safetensors",
+        "step-000000002.*/manifest.json",
+        "step-000000002.*/rng-00000.safetensors",
+        "step-000000002.*/rng-00001.safetensors",
+        "step-000000002.*/shard-00000.safetensors",  # each rank uploaded its own shards
+        "step-000000002.*/shard-00001.safetensors",
+        "step-000000002.*/shards.json",
+        "step-000000002.*/state.safetensors",
     ] == _objects(url, options)
     # 2 ranks -> a plain model in this process, read straight from the server
     torch.manual_seed(0)
@@ -425,3 +427,130 @@ def test_two_rank_fsdp2_sharded_save_and_restore_through_s3(s3_server: _s3.S3Ser
     assert saved["params"] == [p.detach().flatten().tolist() for p in plain.parameters()]
     checks, _ = tools.verify_path(url, storage_options=options)
     assert [(check.kind, check.ok) for check in checks] == [("Checkpointer checkpoint (sharded)", True)]
+
+
+# -- what a new user ran into -------------------------------------------------------------------------------------
+
+
+def test_a_writer_and_gc_on_a_parent_url_leave_the_uploads_of_runs_below_alone(s3_server: _s3.S3Server) -> None:
+    bucket = s3_server.bucket("nested")
+    options = s3_server.options()
+    parent = RemotePath(f"s3://{bucket}/exps", options)
+    with ferry.Checkpointer(parent.url, storage_options=options) as ckpt:
+        ckpt.save(1, {"x": torch.ones(1)})
+    fs = parent.fs
+    child = fs.call_s3("create_multipart_upload", Bucket=bucket, Key="exps/a/step-000000006/state.safetensors")
+    own = fs.call_s3("create_multipart_upload", Bucket=bucket, Key="exps/step-000000002/state.safetensors")
+    assert [("exps/step-000000002/state.safetensors", own["UploadId"])] == remote.pending_uploads(parent)
+    report = tools.collect(parent.url, dry_run=True, storage_options=options)
+    assert ["exps/step-000000002/state.safetensors"] == report["uploads"]
+    ferry.Checkpointer(parent.url, storage_options=options).close()  # a writer's start aborts its own run's uploads
+    left = fs.call_s3("list_multipart_uploads", Bucket=bucket).get("Uploads", [])
+    assert [child["UploadId"]] == [upload["UploadId"] for upload in left]
+    fs.call_s3("abort_multipart_upload", Bucket=bucket, Key=left[0]["Key"], UploadId=left[0]["UploadId"])
+
+
+def test_break_lock_refuses_a_running_writer_and_a_writer_whose_lease_was_broken_does_not_commit(
+    memory_url: str,
+) -> None:
+    writer = ferry.Checkpointer(memory_url)
+    writer.save(1, {"x": torch.ones(1)})
+    with pytest.raises(CheckpointError, match="which is running"):
+        tools.collect(memory_url, break_lock=True)
+    lease = RemotePath(memory_url) / ".ferry-lock"
+    lease.unlink()  # what --break-lock from another host does
+    other = remote.RemoteLock(RemotePath(memory_url))
+    other.acquire()  # ... and the lease of another writer, which took the run over
+    with pytest.raises(CheckpointError, match=r"lease .* was removed"):
+        writer.save(2, {"x": torch.full((1,), 2.0)})
+    assert [1] == ferry.Checkpointer(memory_url, read_only=True).steps()  # nothing of step 2 was committed
+    writer.close()
+    assert lease.exists()  # the other writer's lease is left alone
+    other.release()
+
+
+def test_a_checkpointer_on_the_url_of_an_object_is_refused(memory_url: str) -> None:
+    ferry.save({"w": torch.ones(2)}, f"{memory_url}/model.safetensors")
+    with pytest.raises(CheckpointError, match="is an object"):
+        ferry.Checkpointer(f"{memory_url}/model.safetensors")
+    assert torch.equal(torch.ones(2), ferry.load(f"{memory_url}/model.safetensors")["w"])
+
+
+def test_an_async_save_of_a_step_saved_before_returns_the_folder_it_commits_to(memory_url: str) -> None:
+    with ferry.Checkpointer(memory_url, async_save=True) as ckpt:
+        returned = []
+        for value in range(4):
+            returned.append(ckpt.save(5, {"x": torch.full((1,), float(value))}))
+            ckpt.wait()
+            tools.verify(returned[-1])  # the folder it returned holds the checkpoint
+        assert [ckpt.path_for(5)] == [returned[-1]]
+    assert len(set(returned)) == 4
+
+
+def test_a_save_reads_a_bounded_number_of_manifests_however_long_the_run(memory_url: str, monkeypatch) -> None:
+    """Listing is one recursive listing of the run; only committed folders' manifests are read."""
+    with ferry.Checkpointer(memory_url, keep_last=2) as ckpt:
+        for step in range(1, 15):
+            ckpt.save(step, {"x": torch.ones(1)})
+        reads: list[str] = []
+        real = RemotePath.read_bytes
+
+        def counting(self: RemotePath) -> bytes:
+            reads.append(self.name)
+            return real(self)
+
+        monkeypatch.setattr(RemotePath, "read_bytes", counting)
+        ckpt.save(15, {"x": torch.ones(1)})
+    assert len(reads) <= 8, reads
+
+
+def test_ls_names_each_folder_and_inspect_of_a_plain_step_name_points_at_it(memory_url: str, capsys) -> None:
+    from ferry.cli.ckpt import main
+
+    with ferry.Checkpointer(memory_url) as ckpt:
+        ckpt.save(5, {"x": torch.ones(1)})
+        folder = ckpt.save(5, {"x": torch.ones(1)})
+    assert 0 == main(["ls", memory_url])
+    assert f"5 ({folder.name})" in capsys.readouterr().out
+    assert 2 == main(["inspect", f"{memory_url}/step-000000005"])
+    assert folder.name in capsys.readouterr().err
+
+
+def test_cli_errors_do_not_echo_the_storage_options(capsys) -> None:
+    from ferry.cli.ckpt import main
+
+    assert 2 == main(["ls", "s3://b/r", "--storage-options", '{"secret": "TOPSECRET123",}'])
+    err = capsys.readouterr().err
+    assert "is not JSON" in err
+    assert "TOPSECRET123" not in err
+
+
+def test_missing_credentials_and_unknown_options_say_what_to_fix(s3_server: _s3.S3Server, monkeypatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    bucket = s3_server.bucket("no-creds")
+    endpoint = {"client_kwargs": {"endpoint_url": s3_server.endpoint, "region_name": "us-east-1"}}
+    with pytest.raises(CheckpointError, match="no credentials were found"):
+        ferry.Checkpointer(f"s3://{bucket}/run", storage_options={**endpoint, "skip_instance_cache": True})
+    with pytest.raises(CheckpointError, match="does not take one of the storage_options"):
+        ferry.Checkpointer(f"s3://{bucket}/run", storage_options={**s3_server.options(), "bogus_option": 1})
+
+
+def test_a_reader_of_a_run_with_no_saves_yet_lists_nothing(s3_server: _s3.S3Server) -> None:
+    bucket = s3_server.bucket("empty-run")
+    with ferry.Checkpointer(f"s3://{bucket}/run", read_only=True, storage_options=s3_server.options()) as reader:
+        assert [] == reader.steps()
+        assert reader.restore({"x": torch.zeros(1)}) is None
+    with pytest.raises(CheckpointError, match="bucket 'no-such-bucket' does not exist"):
+        ferry.Checkpointer("s3://no-such-bucket/run", read_only=True, storage_options=s3_server.options())
+
+
+def test_convert_reads_a_checkpoint_from_object_storage(memory_url: str, tmp_path: Path) -> None:
+    with ferry.Checkpointer(memory_url) as ckpt:
+        folder = ckpt.save(3, {"w": torch.arange(4.0)})
+    report = tools.convert(memory_url, tmp_path / "out.safetensors")
+    assert f"{folder}/state.safetensors" == report["input"]
+    assert torch.equal(torch.arange(4.0), ferry.load(tmp_path / "out.safetensors")["values"]["w"])

@@ -11,12 +11,21 @@ import io
 import os
 import pickletools
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import BinaryIO, Literal, TypeAlias
 
 from ferry.checkpoint.file.layout import FORMAT_KEY, looks_like_safetensors
 from ferry.errors import CheckpointError
 
-__all__ = ["KIND_NAMES", "SNIFF_BYTES", "FileKind", "TorchSaveKind", "foreign_kind", "sniff", "torch_save_kind"]
+__all__ = [
+    "KIND_NAMES",
+    "SNIFF_BYTES",
+    "FileKind",
+    "TorchSaveKind",
+    "foreign_kind",
+    "sniff",
+    "sniff_handle",
+    "torch_save_kind",
+]
 
 #: How many leading bytes are read to tell the kinds apart.
 SNIFF_BYTES = 512
@@ -45,12 +54,7 @@ def sniff(file: Path) -> tuple[FileKind, int]:
     """
     try:
         with open(file, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            head = handle.read(SNIFF_BYTES)
-            if looks_like_safetensors(head):
-                handle.seek(8)
-                raw = handle.read(int.from_bytes(head[:8], "little"))
-                return ("ferry" if f'"{FORMAT_KEY}"'.encode() in raw else "safetensors"), size
+            return sniff_handle(handle, os.fstat(handle.fileno()).st_size)
     except FileNotFoundError as err:
         raise CheckpointError(f"no checkpoint file at {str(file)!r}. Check the path.", path=file) from err
     except OSError as err:
@@ -58,6 +62,15 @@ def sniff(file: Path) -> tuple[FileKind, int]:
             f"cannot read {str(file)!r}: {err.strerror or err}. Check that the file is readable by this user.",
             path=file,
         ) from err
+
+
+def sniff_handle(handle: BinaryIO, size: int) -> tuple[FileKind, int]:
+    """:func:`sniff` of an open file (local, or an object on object storage) of ``size`` bytes, read from its start."""
+    head = handle.read(SNIFF_BYTES)
+    if looks_like_safetensors(head):
+        handle.seek(8)
+        raw = handle.read(int.from_bytes(head[:8], "little"))
+        return ("ferry" if f'"{FORMAT_KEY}"'.encode() in raw else "safetensors"), size
     return torch_save_kind(head) or "unknown", size
 
 

@@ -217,6 +217,9 @@ class Checkpointer:
                 "saves. Drop those settings to read the run, or drop read_only=True to train and save.",
                 path=self.directory,
             )
+        if isinstance(self.directory, RemotePath):  # object storage has no folders: an empty run is a run with no saves
+            remote.check_readable(self.directory)
+            return
         if not self.directory.is_dir():
             raise CheckpointError(
                 f"checkpoint directory {str(self.directory)!r} does not exist (working directory {os.getcwd()!r}); "
@@ -269,9 +272,9 @@ class Checkpointer:
     def path_for(self, step: int) -> Folder:
         """The folder that holds (or will hold) the checkpoint of ``step``.
 
-        On object storage, a :class:`~ferry._remote_path.RemotePath` (``str()`` gives its URL); a later save of a
-        step whose first checkpoint is committed goes to ``step-<n>.<sequence>`` (see
-        :mod:`ferry.checkpoint.run.remote`), and this returns the newest committed one.
+        On object storage, a :class:`~ferry._remote_path.RemotePath` (``str()`` gives its URL): there each save has
+        a folder of its own, ``step-<n>.<token>`` (see :mod:`ferry.checkpoint.run.remote`), and this returns the
+        newest committed one of ``step`` (the plain ``step-<n>`` name when there is none yet).
         """
         if isinstance(self.directory, RemotePath):
             return remote.folder_of_step(self._checkpoints(), self.directory, step)
@@ -409,9 +412,10 @@ class Checkpointer:
         values = {name: obj for name, obj in state.items() if not is_stateful(obj)}
         payload = {"step": step, "objects": objects, "values": values, "rng": capture_rng_state()}
         self._check_space(step, payload)
+        planned = self._plan_remote(self.directory, step) if isinstance(self.directory, RemotePath) else None
         self._last_save_time = time.monotonic()
         if not self.async_save:
-            folder, not_durable = self._write(step, payload, clean_metrics)
+            folder, not_durable = self._write(step, payload, clean_metrics, planned)
             self._last_saved_step = step
             self._warn_failed_deletions()
             if not_durable is not None:
@@ -420,10 +424,10 @@ class Checkpointer:
         payload = self._snapshotter.copy(payload)
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ferry-checkpoint")
-        self._pending = self._writer.submit(self._write, step, payload, clean_metrics)
+        self._pending = self._writer.submit(self._write, step, payload, clean_metrics, planned)
         self._last_saved_step = step
         self._warn_failed_deletions()
-        return self.path_for(step)
+        return planned[0] if planned is not None else self.path_for(step)
 
     def _save_collective(
         self, step: int, state: Mapping[str, Any], metrics: dict[str, float], group: collective.Group
@@ -450,7 +454,8 @@ class Checkpointer:
             self._lock.acquire()
             sequence = max((entry.sequence for entry in self._checkpoints()), default=0) + 1
             if isinstance(directory, RemotePath):  # pieces go straight into their folder; the manifest commits it
-                folder, old = remote.choose_folder(directory, step, sequence)
+                folder, old = remote.plan_folder(directory, store.scan(directory), step)
+                remote.clear_folder(folder)
                 replaced.extend([old] if old is not None else [])
                 return folder.name, sequence
             tmp = temporary_name(store.step_folder(directory, step))
@@ -495,6 +500,8 @@ class Checkpointer:
                     layout=collective.LAYOUT, world_size=group.world_size, sharded=sharded.names, files=files
                 )
                 if isinstance(tmp, RemotePath):
+                    if isinstance(self._lock, remote.RemoteLock):
+                        self._lock.check()
                     remote.commit_manifest(tmp, manifest)
                     # Committed: from here on the step is saved, whatever fails.
                     for old in replaced:
@@ -590,7 +597,14 @@ class Checkpointer:
         finally:
             if self._writer is not None:
                 self._writer.shutdown(wait=True)
-            self._lock.release()
+            if self._lock.release() is False:
+                warnings.warn(
+                    f"the write lease of {str(self.directory)!r} could not be given back (the server refused or "
+                    "cannot be reached): it stays behind. The next writer on this host takes it over; from another "
+                    f"host, remove it with `ferry ckpt gc {self.directory} --break-lock` once this process has ended.",
+                    CheckpointWarning,
+                    stacklevel=2,
+                )
             for sig, handler in self._old_handlers.items():
                 signal.signal(sig, handler)
             self._old_handlers.clear()
@@ -639,7 +653,11 @@ class Checkpointer:
             )
 
     def _write(
-        self, step: int, payload: dict[str, Any], metrics: dict[str, float]
+        self,
+        step: int,
+        payload: dict[str, Any],
+        metrics: dict[str, float],
+        planned: tuple[RemotePath, RemotePath | None, int] | None = None,
     ) -> tuple[Folder, CheckpointError | None]:
         """Write the checkpoint of ``step`` under a temporary name, commit it, make the commit durable, prune.
 
@@ -651,7 +669,8 @@ class Checkpointer:
             CheckpointError: a failure before the commit; the previous checkpoints are untouched.
         """
         if isinstance(self.directory, RemotePath):
-            return self._write_remote(self.directory, step, payload, metrics), None
+            assert planned is not None
+            return self._write_remote(self.directory, step, payload, metrics, planned), None
         previous = self._checkpoints()
         sequence = max((entry.sequence for entry in previous), default=0) + 1
         manifest = commit.manifest_fields(
@@ -676,23 +695,48 @@ class Checkpointer:
             self._prune(keep=final)
         return final, not_durable
 
+    def _plan_remote(self, directory: RemotePath, step: int) -> tuple[RemotePath, RemotePath | None, int]:
+        """Object storage: the folder a save of ``step`` goes to, the one it replaces, and its sequence number.
+
+        Planned in the caller's thread, so that an async ``save`` returns the folder its checkpoint commits to (one
+        save is in flight at most, and this writer holds the lease: nothing changes the run in between).
+
+        Raises:
+            CheckpointError: the server refused or could not be reached; nothing was written.
+        """
+        try:
+            entries = store.scan(directory)
+            sequence = max((entry.sequence for entry in entries if entry.complete), default=0) + 1
+            folder, replaced = remote.plan_folder(directory, entries, step)
+        except BaseException as err:
+            raise commit.save_failed(err, f"saving step {step} to {str(directory)!r}", directory) from err
+        return folder, replaced, sequence
+
     def _write_remote(
-        self, directory: RemotePath, step: int, payload: dict[str, Any], metrics: dict[str, float]
+        self,
+        directory: RemotePath,
+        step: int,
+        payload: dict[str, Any],
+        metrics: dict[str, float],
+        planned: tuple[RemotePath, RemotePath | None, int],
     ) -> RemotePath:
         """:meth:`_write` on object storage: upload, commit by creating the manifest, prune (see remote.py)."""
         what = f"saving step {step} to {str(directory)!r}"
+        folder, replaced, sequence = planned
 
-        def upload(folder: RemotePath) -> dict[str, dict[str, Any]]:
-            save(payload, folder / STATE_FILE)
-            return {STATE_FILE: {"bytes": (folder / STATE_FILE).stat().st_size}}
+        def upload(target: RemotePath) -> dict[str, dict[str, Any]]:
+            save(payload, target / STATE_FILE)
+            return {STATE_FILE: {"bytes": (target / STATE_FILE).stat().st_size}}
 
+        lease = self._lock if isinstance(self._lock, remote.RemoteLock) else None
         try:
-            sequence = max((entry.sequence for entry in self._checkpoints()), default=0) + 1
             objects, values = sorted(payload["objects"]), sorted(payload["values"])
             manifest = commit.manifest_fields(self.policy, step, sequence, objects, values, metrics)
-            folder = remote.write_checkpoint(directory, step, sequence, upload, manifest)
+            remote.write_checkpoint(
+                directory, step, sequence, upload, manifest, lease=lease, planned=(folder, replaced)
+            )
         except BaseException as err:
-            raise commit.save_failed(err, what, directory / step_name(step)) from err
+            raise commit.save_failed(err, what, folder) from err
         self._prune(keep=folder)
         return folder
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ferry._fs import TMP_MARKER, pid_alive, temporary_name
 from ferry._remote_path import RemotePath
-from ferry.checkpoint.folder import folder_step, read_manifest, step_name, step_of
+from ferry.checkpoint.folder import MANIFEST_FILE, folder_step, read_manifest, step_name, step_of
 from ferry.errors import CheckpointError
 
 __all__ = [
@@ -53,6 +53,9 @@ class CheckpointEntry:
     folder: Path | RemotePath
     manifest: dict[str, Any] | None = field(repr=False)
     problem: str | None
+    #: Whether the folder has a manifest at all (``None``: not asked; local folders). A folder on object storage
+    #: without one was never committed: debris of a save, or of a deletion, cut short.
+    has_manifest: bool | None = field(default=None, repr=False)
 
     @property
     def complete(self) -> bool:
@@ -74,6 +77,8 @@ class CheckpointEntry:
     @property
     def size(self) -> int:
         """Bytes on disk of the files in the folder."""
+        if isinstance(self.folder, RemotePath):
+            return sum(self.folder.files().values())
         total = 0
         for path in self.folder.iterdir():
             try:
@@ -90,7 +95,7 @@ class CheckpointEntry:
 
 
 #: The problem of a committed folder of a step that a later save of the same step replaced (object storage, where a
-#: replacement is a second folder, ``step-<n>.<sequence>``, until the older one is deleted).
+#: replacement is a second folder of that step, until the older one is deleted).
 SUPERSEDED = "superseded by a newer save of the same step"
 
 
@@ -105,18 +110,10 @@ def scan(directory: Path | RemotePath, *, trainer_folders: bool = False) -> list
         trainer_folders: Also the ``checkpoint-<n>`` folders of a Hugging Face Trainer (``ferry ckpt`` lists them;
             the Checkpointer never touches them). Those without a manifest are listed as incomplete.
     """
-    entries = []
-    try:
-        children: list[Path | RemotePath] = list(directory.iterdir())
-    except FileNotFoundError:
-        return []
-    for child in children:
-        step = folder_step(child.name) if trainer_folders else step_of(child.name)
-        if step is not None and child.is_dir():
-            manifest, problem = read_manifest(child)
-            if manifest is None and isinstance(child, RemotePath) and not child.files():
-                continue  # a prefix with nothing under it: what some stores keep of a deleted folder
-            entries.append(CheckpointEntry(step, child, manifest, problem))
+    if isinstance(directory, RemotePath):
+        entries = _scan_remote(directory, trainer_folders)
+    else:
+        entries = _scan_local(directory, trainer_folders)
     entries.sort(key=lambda e: (not e.complete, e.sequence, e.step))
     newest: dict[int, CheckpointEntry] = {}
     for entry in entries:
@@ -126,10 +123,41 @@ def scan(directory: Path | RemotePath, *, trainer_folders: bool = False) -> list
         entries = [
             entry
             if not entry.complete or newest[entry.step] is entry
-            else CheckpointEntry(entry.step, entry.folder, None, SUPERSEDED)
+            else CheckpointEntry(entry.step, entry.folder, None, SUPERSEDED, True)
             for entry in entries
         ]
         entries.sort(key=lambda e: (not e.complete, e.sequence, e.step))
+    return entries
+
+
+def _scan_remote(directory: RemotePath, trainer_folders: bool) -> list[CheckpointEntry]:
+    """:func:`scan` on object storage: one listing of every object under the run, then one read per manifest."""
+    members: dict[str, dict[str, int]] = {}
+    for relative, size in directory.files().items():
+        folder, _, name = relative.partition("/")
+        if name and "/" not in name:
+            members.setdefault(folder, {})[name] = size
+    entries = []
+    for name, sizes in members.items():
+        step = folder_step(name) if trainer_folders else step_of(name)
+        if step is not None:
+            manifest, problem = read_manifest(directory / name, sizes)  # a manifest the listing lacks is read too
+            has_manifest = manifest is not None or not (problem or "").startswith(f"no {MANIFEST_FILE}")
+            entries.append(CheckpointEntry(step, directory / name, manifest, problem, has_manifest))
+    return entries
+
+
+def _scan_local(directory: Path, trainer_folders: bool) -> list[CheckpointEntry]:
+    entries = []
+    try:
+        children = list(directory.iterdir())
+    except FileNotFoundError:
+        return []
+    for child in children:
+        step = folder_step(child.name) if trainer_folders else step_of(child.name)
+        if step is not None and child.is_dir():
+            manifest, problem = read_manifest(child)
+            entries.append(CheckpointEntry(step, child, manifest, problem))
     return entries
 
 

@@ -6,31 +6,35 @@ appears complete or not at all. The protocol for ``s3://bucket/run``::
 
     s3://bucket/run/
         .ferry-lock                   the writer's lease: {"pid", "host", "since", "token"}
-        step-000000100/
+        step-000000100.5e1f07a2/      one save of step 100: a folder name of its own, never used before
             state.safetensors         uploaded first (multipart, parts in parallel, streamed from the tensors)
             manifest.json             the commit: created last, only if absent (If-None-Match: *)
-        step-000000200/ ...
-        step-000000200.7/             a later save of step 200 (save number 7), while the first one still stands
+        step-000000200.0c9d4b71/ ...
 
-1. **One writer.** A writer creates ``.ferry-lock`` with a conditional create before its first step. A lock left
-   by a dead process of this host is taken over; one held from another host cannot be checked from here, and the
-   error says how to remove it once that writer is gone. Readers take no lock.
-2. **Pieces first.** A save uploads the checkpoint's files under ``step-<n>/`` (each one complete or absent: a
-   failed or killed upload leaves nothing visible). Under ``torch.distributed`` every rank uploads its own files
-   at once, and rank 0 commits after all have finished.
+1. **One writer.** A writer creates ``.ferry-lock`` with a conditional create before its first step, and checks
+   it is still its own right before each commit. A lease left by a dead process of this host is taken over; one
+   held from another host cannot be checked from here, and the error says how to remove it once that writer is gone
+   (``ferry ckpt gc --break-lock``, which refuses while the holder runs on this host). Readers take no lock.
+2. **A folder of its own, pieces first.** Each save uploads its files into a new folder ``step-<n>.<token>/``
+   (each file complete or absent: a failed or killed upload leaves nothing visible). Folder names are never
+   reused: some stores (SeaweedFS among them) finish deleting a folder after the delete has returned, so a save
+   that wrote into a name just freed of debris could lose objects to that deletion. Under ``torch.distributed``
+   every rank uploads its own files at once, and rank 0 commits after all have finished.
 3. **The manifest is the commit.** ``manifest.json`` (the step, the save's sequence number, every file with its size)
    is created last, with ``If-None-Match: *`` where the server takes conditional writes, so two writers cannot both
    commit one folder. A reader lists a folder as a checkpoint only when its manifest exists and every file it names
-   is there with its recorded size; :func:`ferry.load` then verifies every checksum while reading.
-4. **Committed folders are never written again.** A new save of a step that is already committed goes to a fresh
-   folder ``step-<n>.<sequence>``; once it commits, the older one is deleted. Of two committed folders of one step,
-   readers take the newer save.
+   is there with its recorded size; :func:`ferry.load` then verifies every checksum while reading. One listing of
+   the run finds the folders; a manifest or file the listing lacks is asked for by name before it counts as missing.
+4. **Committed folders are never written again.** A new save of a step that is already committed goes to its own
+   folder like any save; once it commits, the older one is deleted. Of two committed folders of one step, readers
+   take the newer save (by sequence number).
 5. **Retention after the commit.** Checkpoints the retention policy lets go are deleted only after a newer one has
    committed, manifest first: from the moment its manifest is gone a folder is no longer a checkpoint, so a
    deletion cut short leaves debris, never a damaged checkpoint that a reader would pick.
 6. **Debris.** Folders without a manifest (saves that died, deletions cut short) and superseded folders are removed
-   by the next writer when it starts, and by ``ferry ckpt gc``; incomplete multipart uploads, which no reader sees,
-   are aborted then too (S3), and a bucket lifecycle rule for incomplete uploads reclaims them as well.
+   by the next writer when it starts, and by ``ferry ckpt gc``; incomplete multipart uploads into the run's own
+   folders, which no reader sees, are aborted then too (S3), and a bucket lifecycle rule for incomplete uploads
+   reclaims them as well. Runs stored below the run's URL are other runs: nothing of theirs is touched.
 
 A local run directory keeps its own protocol (:mod:`ferry.checkpoint.run.commit`); both share the description of a
 checkpoint folder (:mod:`ferry.checkpoint.folder`: its files, manifest and checksums).
@@ -56,13 +60,15 @@ from ferry.errors import CheckpointError
 __all__ = [
     "RemoteLock",
     "abort_uploads",
+    "check_readable",
     "check_writable",
-    "choose_folder",
+    "clear_folder",
     "commit_manifest",
     "debris",
     "delete_checkpoint",
     "folder_of_step",
     "pending_uploads",
+    "plan_folder",
 ]
 
 LOCK_OBJECT = ".ferry-lock"
@@ -124,15 +130,49 @@ class RemoteLock:
             path=str(self.path),
         )
 
-    def release(self) -> None:
-        """Give the lease back if this object holds it (and the object is still ours)."""
+    def release(self) -> bool:
+        """Give the lease back if this object holds it (and the object is still ours).
+
+        Returns:
+            False when the lease object could not be deleted (the server refused or was unreachable): it stays, and
+            the next writer takes it over as stale (this host) or needs ``ferry ckpt gc --break-lock``.
+        """
+        if not self.held:
+            return True
+        self.held = False
+        for _ in range(2):  # once more: the first request after a server restart may meet a dead pooled connection
+            try:
+                holder = self._holder()
+                if holder and holder.get("token") == self._token:
+                    self.path.unlink(missing_ok=True)
+            except Exception:
+                continue
+            return True
+        return False
+
+    def check(self) -> None:
+        """Raise unless the lease object is still this writer's (nobody broke it and took the run over).
+
+        Raises:
+            CheckpointError: the lease is gone or someone else's; the save in progress is not committed.
+        """
         if not self.held:
             return
+        holder = self._holder()
+        if holder and holder.get("token") == self._token:
+            return
         self.held = False
-        with contextlib.suppress(Exception):  # a lease we cannot delete now is taken over as stale later
-            holder = self._holder()
-            if holder and holder.get("token") == self._token:
-                self.path.unlink(missing_ok=True)
+        who = (
+            "nobody holds it now"
+            if not holder
+            else f"pid {holder.get('pid', '?')} on {holder.get('host', '?')} holds it"
+        )
+        raise CheckpointError(
+            f"this writer's lease on {str(self.path.parent)!r} was removed ({who}; `ferry ckpt gc --break-lock`, or "
+            "another writer that took the run over), so this save was not committed: two writers would delete "
+            "each other's checkpoints. Stop the other writer, then create a new Checkpointer to go on saving.",
+            path=self.path,
+        )
 
     def break_lock(self) -> dict[str, Any] | None:
         """Delete the lease whoever holds it; returns the holder's record (None if there was no lease)."""
@@ -165,6 +205,13 @@ def check_writable(directory: RemotePath) -> None:
     Raises:
         CheckpointError: the bucket does not exist, the credentials are refused, the server cannot be reached.
     """
+    if directory.is_file():
+        raise CheckpointError(
+            f"{str(directory)!r} is an object (a file), not a run folder: the Checkpointer keeps a run's "
+            "checkpoints as step-<n>/ folders under a URL. Pass the URL of a folder, e.g. its parent "
+            f"{str(directory.parent)!r} + '/run'.",
+            path=directory,
+        )
     probe = directory / f".ferry-write-check-{secrets.token_hex(4)}"
     try:
         probe.write_bytes(b"")
@@ -179,6 +226,31 @@ def check_writable(directory: RemotePath) -> None:
         ) from err
 
 
+def check_readable(directory: RemotePath) -> None:
+    """A reader of ``directory``: its bucket exists and the credentials work (a run with no saves yet is fine).
+
+    Raises:
+        CheckpointError: the bucket does not exist, the credentials are refused, the server cannot be reached.
+    """
+    if directory.is_file():
+        raise CheckpointError(
+            f"{str(directory)!r} is an object (a file), not a run folder. Pass the URL of the run, the folder holding "
+            "its step-<n>/ folders.",
+            path=directory,
+        )
+    bucket = directory.url.split("://", 1)[1].split("/", 1)[0]
+    try:
+        found = directory.fs.exists(bucket)
+    except Exception as err:
+        raise remote_error(directory.url, err, "read") from err
+    if not found:
+        raise CheckpointError(
+            f"cannot read the checkpoint run {str(directory)!r}: the bucket {bucket!r} does not exist. Check the "
+            "bucket name in the URL and the endpoint in storage_options.",
+            path=directory,
+        )
+
+
 def folder_of_step(entries: list[CheckpointEntry], directory: RemotePath, step: int) -> RemotePath:
     """The committed folder of ``step`` (the newest save of it), else the plain ``step-<n>`` name."""
     for entry in reversed(entries):
@@ -187,26 +259,36 @@ def folder_of_step(entries: list[CheckpointEntry], directory: RemotePath, step: 
     return directory / step_name(step)
 
 
-def choose_folder(directory: RemotePath, step: int, sequence: int) -> tuple[RemotePath, RemotePath | None]:
-    """Where a new save of ``step`` goes, and the committed folder it replaces (deleted after the commit), if any.
+def plan_folder(
+    directory: RemotePath, entries: list[CheckpointEntry], step: int
+) -> tuple[RemotePath, RemotePath | None]:
+    """Where a new save of ``step`` goes, and the committed folder of that step it replaces (deleted after), if any.
 
-    ``step-<n>`` unless a committed checkpoint is there: then ``step-<n>.<sequence>`` (committed folders are never
-    written again). Debris of an uncommitted save under the chosen name is removed first (the caller holds the
-    lease).
+    A folder name of its own, never used before: ``step-<n>.<8 hex digits>``. A name is never reused, because some
+    stores (SeaweedFS among them) finish deleting a folder after the delete returns, and a save that wrote into a
+    name just freed of debris could lose objects to that deletion. ``entries`` is
+    :func:`~ferry.checkpoint.run.folders.scan` of ``directory``. Changes nothing.
     """
-    plain = directory / step_name(step)
-    replaced: RemotePath | None = None
-    folder = plain
-    if (plain / MANIFEST_FILE).exists():
-        replaced = plain
-        folder = directory / f"{step_name(step)}.{sequence}"
-    else:
-        for entry in scan(directory):
-            if entry.step == step and entry.complete and isinstance(entry.folder, RemotePath):
-                replaced = entry.folder
+    replaced = next(
+        (entry.folder for entry in reversed(entries) if entry.step == step and entry.complete),
+        None,
+    )
+    folder = directory / f"{step_name(step)}.{secrets.token_hex(4)}"
+    return folder, replaced if isinstance(replaced, RemotePath) else None
+
+
+def clear_folder(folder: RemotePath) -> None:
+    """Check that nothing is stored under ``folder`` yet, before a new save uploads there.
+
+    Raises:
+        CheckpointError: something is (another writer chose the same name): folder names are never reused.
+    """
     if folder.files():
-        folder.remove_tree()
-    return folder, replaced
+        raise CheckpointError(
+            f"{str(folder)!r} already holds objects, and a save never writes into a folder used before: another "
+            "writer is saving to this run. Give each writer its own URL.",
+            path=folder,
+        )
 
 
 def commit_manifest(folder: RemotePath, manifest: dict[str, Any]) -> None:
@@ -245,13 +327,17 @@ def debris(directory: RemotePath, entries: list[CheckpointEntry]) -> list[Remote
     for entry in entries:
         if entry.complete or not isinstance(entry.folder, RemotePath):
             continue
-        if entry.problem == SUPERSEDED or not (entry.folder / MANIFEST_FILE).exists():
+        if entry.problem == SUPERSEDED or entry.has_manifest is False:
             found.append(entry.folder)
     return sorted(found)
 
 
 def pending_uploads(directory: RemotePath) -> list[tuple[str, str]]:
-    """The incomplete multipart uploads under ``directory``, as ``(key, upload id)`` (S3 only; elsewhere none)."""
+    """The incomplete multipart uploads of the run ``directory``, as ``(key, upload id)`` (S3 only; else none).
+
+    Only uploads into the run's own step folders count: a run stored below it (``run/other/step-<n>/``) is another
+    writer's.
+    """
     fs = directory.fs
     if not hasattr(fs, "call_s3") or not hasattr(fs, "split_path"):
         return []
@@ -261,7 +347,13 @@ def pending_uploads(directory: RemotePath) -> list[tuple[str, str]]:
         listing = fs.call_s3("list_multipart_uploads", Bucket=bucket, Prefix=prefix)
     except Exception:
         return []  # a store that does not list uploads: its lifecycle rules reclaim them
-    return [(str(upload["Key"]), str(upload["UploadId"])) for upload in listing.get("Uploads", []) or []]
+    uploads = []
+    for upload in listing.get("Uploads", []) or []:
+        key = str(upload["Key"])
+        folder, _, name = key[len(prefix) :].partition("/")
+        if step_of(folder) is not None and name and "/" not in name:  # this run's pieces, not a run below it
+            uploads.append((key, str(upload["UploadId"])))
+    return uploads
 
 
 def abort_uploads(directory: RemotePath) -> int:
@@ -280,17 +372,15 @@ def abort_uploads(directory: RemotePath) -> int:
     return aborted
 
 
-def step_of_folder(folder: RemotePath) -> int | None:
-    """The step of a folder name, plain or a replacement (``step-<n>.<sequence>``)."""
-    return step_of(folder.name)
-
-
 def write_checkpoint(
     directory: RemotePath,
     step: int,
     sequence: int,
     upload: Callable[[RemotePath], dict[str, dict[str, Any]]],
     manifest: dict[str, Any],
+    *,
+    lease: RemoteLock | None = None,
+    planned: tuple[RemotePath, RemotePath | None] | None = None,
 ) -> RemotePath:
     """Save one checkpoint of ``step`` by the protocol above; returns its committed folder.
 
@@ -300,14 +390,19 @@ def write_checkpoint(
         sequence: The save's sequence number (one more than the newest committed).
         upload: Uploads the checkpoint's files into the folder it is given; returns the manifest's ``files``.
         manifest: The manifest's other fields.
+        lease: The writer's lease, checked to be still its own right before the commit.
+        planned: The folder and the folder it replaces, from :func:`plan_folder` (else planned here).
 
     Raises:
         CheckpointError: an upload or the commit failed; the folder's pieces are removed and every committed
             checkpoint is as it was.
     """
-    folder, replaced = choose_folder(directory, step, sequence)
+    folder, replaced = plan_folder(directory, scan(directory), step) if planned is None else planned
+    clear_folder(folder)
     try:
         files = upload(folder)
+        if lease is not None:
+            lease.check()
         commit_manifest(folder, {**manifest, "files": files})
     except BaseException:
         with contextlib.suppress(Exception):  # what is left is debris: the next writer or `ferry ckpt gc` removes it

@@ -8,27 +8,27 @@ A sharded checkpoint folder (saved under ``torch.distributed``, or by ``torch.di
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ferry._remote_path import Folder
-from ferry.checkpoint.file.api import load, save, verify
-from ferry.checkpoint.file.kinds import KIND_NAMES, sniff
+from ferry._remote_path import Folder, RemotePath
+from ferry.checkpoint.file.api import load, open_any, save, verify
+from ferry.checkpoint.file.kinds import KIND_NAMES, FileKind, sniff, sniff_handle
 from ferry.checkpoint.file.structure import flatten
 from ferry.checkpoint.folder import MANIFEST_FILE, STATE_FILE, has_shards, is_plain_dcp
 from ferry.checkpoint.sharded.consolidate import load_sharded_folder
-from ferry.checkpoint.tools._paths import Progress, no_progress, resolve
+from ferry.checkpoint.tools._paths import Progress, location, no_progress, resolve
 from ferry.errors import CheckpointError
 
 __all__ = ["convert"]
 
 
-def _sharded_source(source: Path) -> tuple[Folder, str] | None:
+def _sharded_source(source: Folder) -> tuple[Folder, str] | None:
     """The folder to load with :func:`load_sharded_folder` and what it is, when ``source`` names one; else None."""
-    if source.is_dir() and is_plain_dcp(source):
+    if isinstance(source, Path) and source.is_dir() and is_plain_dcp(source):
         return source, "DCP folder (torch FileSystemWriter)"
     folder = resolve(source).folder
     if folder is None or not has_shards(folder):
@@ -56,6 +56,7 @@ def convert(
     trusted: bool = False,
     force: bool = False,
     progress: Progress = no_progress,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Load ``source`` (through torch's restricted unpickler unless ``trusted``) and save it to ``out`` as a ferry file.
 
@@ -67,7 +68,8 @@ def convert(
     read and written (``ferry ckpt convert`` draws a progress bar).
 
     A pickled whole ``nn.Module`` (``torch.save(model, f)``, with ``trusted``: it needs the model's code), alone or
-    as a value of a dict, is written as its ``state_dict``, and ``notes`` says so.
+    as a value of a dict, is written as its ``state_dict``, and ``notes`` says so. ``source`` may be a URL of object
+    storage (with ``storage_options`` for its fsspec file system); ``out`` is a local file.
 
     Returns:
         ``{"input", "output", "input_kind", "tensors", "bytes", "notes"}`` (``bytes``: the size of ``out``;
@@ -80,8 +82,8 @@ def convert(
             :func:`ferry.load`: TorchScript, unsafe pickle, corrupt); or what it holds cannot be saved (the message
             names the value and the conversion to make).
     """
-    source, out = Path(source), Path(out)
-    sharded = _sharded_source(source)
+    where, out = location(source, storage_options), Path(out)
+    sharded = _sharded_source(where)
     if sharded is not None:
         _check_out(out, force)
         folder, kind = sharded
@@ -90,10 +92,9 @@ def convert(
         tensors = sum(isinstance(leaf, torch.Tensor) for _, leaf in flatten(obj))
         return {"input": str(folder), "output": str(out), "input_kind": kind, "tensors": tensors,
                 "bytes": out.stat().st_size}  # fmt: skip
-    file = resolve(source).file
-    assert isinstance(file, Path)  # a local path: convert reads and writes local files
+    file = resolve(where).file
     _check_out(out, force)
-    kind, size = sniff(file)
+    kind, size = sniff(file) if isinstance(file, Path) else _sniff_remote(file)
     notes: list[str] = []
     obj = _rewrite(file.name, size, lambda: _module_states(load(file, trusted=trusted), notes), out, progress)
     tensors = sum(isinstance(leaf, torch.Tensor) for _, leaf in flatten(obj))
@@ -105,6 +106,12 @@ def convert(
         "bytes": out.stat().st_size,
         "notes": notes,
     }
+
+
+def _sniff_remote(file: RemotePath) -> tuple[FileKind, int]:
+    """:func:`~ferry.checkpoint.file.kinds.sniff` of an object on object storage: its first bytes and header."""
+    with open_any(file) as (handle, size):
+        return sniff_handle(handle, size)
 
 
 def _module_states(obj: Any, notes: list[str]) -> Any:

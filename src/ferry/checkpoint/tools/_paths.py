@@ -112,7 +112,30 @@ def location(path: str | os.PathLike[str] | RemotePath, storage_options: Mapping
 def missing(path: Folder) -> CheckpointError:
     """The error for a path where there is nothing: it names the path and the working directory."""
     if isinstance(path, RemotePath):
-        return CheckpointError(f"nothing is stored at {str(path)!r}. Check the URL and the bucket.", path=path)
+        step = folder_step(path.name)
+        if step is not None:  # on object storage a step lives in step-<n>.<token>/
+            newest = [e for e in scan(path.parent) if e.complete and e.step == step]
+            if newest:
+                return CheckpointError(
+                    f"nothing is stored at {str(path)!r}: the checkpoint of step {step} is {str(newest[-1].folder)!r} "
+                    "(on object storage each save has a folder of its own; `ferry ckpt ls` lists them). Pass that URL.",
+                    path=path,
+                )
+        bucket = path.url.split("://", 1)[1].split("/", 1)[0]
+        exists = True
+        with contextlib.suppress(Exception):  # cannot tell: the plain message
+            exists = path.fs.exists(bucket)
+        if not exists:
+            return CheckpointError(
+                f"nothing is stored at {str(path)!r}: the bucket {bucket!r} does not exist. Check the bucket name in "
+                "the URL and the endpoint in the storage options.",
+                path=path,
+            )
+        return CheckpointError(
+            f"nothing is stored at {str(path)!r}. Check the URL (`ferry ckpt ls` of its parent lists the runs and "
+            "folders there).",
+            path=path,
+        )
     return CheckpointError(
         f"no file or folder at {str(path)!r} (working directory {os.getcwd()!r}). Check the path.", path=path
     )
@@ -133,7 +156,7 @@ def resolve(path: str | os.PathLike[str] | RemotePath, *, storage_options: Mappi
     path = location(path, storage_options)
     if path.is_file():
         return Target(path)
-    if not path.is_dir():
+    if not path.is_dir() or (isinstance(path, RemotePath) and not path.files()):
         raise missing(path)
     if is_plain_dcp(path):
         raise plain_dcp_error(path)
@@ -186,7 +209,23 @@ def run_directory(path: Folder) -> Folder:
             path=path,
         )
     children: list[Folder] = list(path.iterdir())
-    if isinstance(path, Path) and not any(folder_step(child.name) is not None for child in children):
+    if isinstance(path, RemotePath):
+        runs_below = sorted(
+            {
+                f"{path.url}/{key.rsplit('/', 2)[0]}"
+                for key in path.files()
+                if key.endswith(f"/{MANIFEST_FILE}")
+                and key.count("/") >= 2
+                and folder_step(key.rsplit("/", 2)[1]) is not None
+            }
+        )
+        if runs_below and not any(folder_step(child.name) is not None for child in children):
+            shown = ", ".join(repr(run) for run in runs_below[:3]) + (" and more" if len(runs_below) > 3 else "")
+            raise CheckpointError(
+                f"{str(path)!r} holds no step-<n> folders, but {shown} do: those are runs. Pass one of them.",
+                path=path,
+            )
+    elif not any(folder_step(child.name) is not None for child in children):
         runs = nested_runs(path)
         if runs:
             raise CheckpointError(

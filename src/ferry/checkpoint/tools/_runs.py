@@ -6,10 +6,11 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 from collections.abc import Mapping
 from typing import Any
 
-from ferry._fs import fsync_directory
+from ferry._fs import fsync_directory, pid_alive
 from ferry._remote_path import Folder, RemotePath
 from ferry.checkpoint.run import remote
 from ferry.checkpoint.run.folders import CheckpointEntry, RetentionPolicy, remove_checkpoint, scan, stale_temporaries
@@ -29,16 +30,23 @@ def recorded_policy(entries: list[CheckpointEntry]) -> tuple[RetentionPolicy, bo
 
 
 def _writer(directory: Folder) -> dict[str, Any] | None:
-    """Who holds the directory's write lock (``{"pid", "host"}``), as its lock file says; None when unlocked."""
+    """Who holds the directory's write lock, as its lock file says; None when unlocked.
+
+    Returns:
+        ``{"pid", "host", "alive"}``: ``alive`` is whether that process runs, when it is of this host (``None``
+        for another host, which cannot be asked from here).
+    """
     try:
         holder = json.loads((directory / LOCK_FILE).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        return {"pid": None, "host": None}
+        return {"pid": None, "host": None, "alive": None}
     if not isinstance(holder, dict):
-        return {"pid": None, "host": None}
-    return {"pid": holder.get("pid"), "host": holder.get("host")}
+        return {"pid": None, "host": None, "alive": None}
+    pid, host = holder.get("pid"), holder.get("host")
+    alive = pid_alive(pid) if host == socket.gethostname() and isinstance(pid, int) else None
+    return {"pid": pid, "host": host, "alive": alive}
 
 
 def _entry_json(entry: CheckpointEntry, kept_by: list[str] | None, newest: bool) -> dict[str, Any]:
@@ -65,7 +73,8 @@ def list_run(
         ``{"directory", "policy", "policy_recorded", "newest", "checkpoints": [{"step", "folder", "complete",
         "problem", "sequence", "created", "bytes", "metrics", "kept_by", "newest"}], "stale_temporaries",
         "writer"}``: checkpoints in save order, incomplete ones last; ``kept_by`` is ``None`` for incomplete ones;
-        ``writer`` is ``{"pid", "host"}`` from the lock file of a Checkpointer writing the directory, else ``None``.
+        ``writer`` is ``{"pid", "host", "alive"}`` from the lock file of a Checkpointer writing the directory, else
+        ``None`` (``alive``: whether that process runs; ``None`` when it is of another host).
         On object storage (``directory`` a URL, with ``storage_options`` for its file system) ``stale_temporaries``
         lists the step folders that are no checkpoint (a save or deletion cut short, a superseded save).
 
@@ -124,7 +133,8 @@ def collect(
     Returns:
         ``{"directory", "policy", "dry_run", "removed": [{"step", "folder", "bytes"}], "kept": [{"step", "folder",
         "kept_by"}], "incomplete": [{"step", "folder", "problem"}], "stale_temporaries": [path], "stale_bytes",
-        "errors": [text]}``.
+        "uploads": [key of an incomplete multipart upload aborted (would be, with dry_run)], "errors": [text],
+        "broken_lock": {"pid", "host", "alive"} of the lock broken (would be) or None}``.
     """
     directory = location(directory, storage_options)
     lock: DirectoryLock | remote.RemoteLock
@@ -133,8 +143,8 @@ def collect(
     else:
         lock = DirectoryLock(run_directory(directory))
     broken = None
-    if break_lock and not dry_run:
-        broken = _break(lock)
+    if break_lock:
+        broken = _break(lock, dry_run=dry_run)
     if not dry_run:  # taken before scanning, so no save or prune of a Checkpointer can interleave
         try:
             lock.acquire()
@@ -156,7 +166,9 @@ def collect(
         stale = _stale(directory, entries)
         stale_bytes = sum(_size(path) for path in stale)
         removed, errors = _remove(doomed, stale, dry_run=dry_run)
+        uploads: list[str] = []
         if isinstance(directory, RemotePath):
+            uploads = [key for key, _ in remote.pending_uploads(directory)]
             if not dry_run:
                 remote.abort_uploads(directory)
         elif not dry_run and (doomed or stale):
@@ -179,22 +191,36 @@ def collect(
         ],
         "stale_temporaries": [str(path) for path in stale],
         "stale_bytes": stale_bytes,
+        "uploads": uploads,
         "errors": errors,
         "broken_lock": broken,
     }
 
 
-def _break(lock: DirectoryLock | remote.RemoteLock) -> dict[str, Any] | None:
-    """Delete ``lock``'s file or object whoever holds it; returns the holder's ``{"pid", "host"}`` (None: unlocked)."""
-    if isinstance(lock, remote.RemoteLock):
-        holder = lock.break_lock()
-    else:
-        holder = _writer(lock.path.parent)
-        with contextlib.suppress(FileNotFoundError):
-            lock.path.unlink()
+def _break(lock: DirectoryLock | remote.RemoteLock, *, dry_run: bool) -> dict[str, Any] | None:
+    """Delete ``lock``'s file or object (not with ``dry_run``); returns the holder's ``{"pid", "host"}`` (None: none).
+
+    Raises:
+        CheckpointError: the holder is a process of this host that is running: its lock is not broken.
+    """
+    holder = _writer(lock.path.parent)
     if holder is None:
         return None
-    return {"pid": holder.get("pid"), "host": holder.get("host")}
+    if holder.get("alive"):
+        raise CheckpointError(
+            f"--break-lock refused: {str(lock.path.parent)!r} is being written by pid {holder['pid']} on this host "
+            f"({holder['host']}), which is running. Breaking its lock would let two writers delete each other's "
+            "checkpoints. Stop that process (or close its Checkpointer) first; a lock it leaves when it dies is "
+            "taken over by the next writer without --break-lock.",
+            path=lock.path,
+        )
+    if not dry_run:
+        if isinstance(lock, remote.RemoteLock):
+            lock.break_lock()
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                lock.path.unlink()
+    return holder
 
 
 def _size(path: Folder) -> int:
