@@ -71,6 +71,13 @@ FACTORIES = frozenset(
 )
 #: factories that follow their input's device when ``device=`` is left out
 _LIKE = frozenset(name for name in FACTORIES if name.endswith("_like"))
+#: other calls that make a new tensor on the host and take no ``device=``: ``torch.from_numpy`` and the legacy typed
+#: constructors (``torch.LongTensor(ids)``); moved straight after (``torch.LongTensor(ids).to(dev)``) they are made
+#: as a factory's tensor is, so their move left out in a module's method is FRY005's bug as a factory's would be
+HOST_CONSTRUCTORS = frozenset(
+    "from_numpy FloatTensor DoubleTensor HalfTensor BFloat16Tensor ByteTensor CharTensor ShortTensor IntTensor "
+    "LongTensor BoolTensor".split()
+)
 
 
 @dataclass(frozen=True)
@@ -364,7 +371,7 @@ def _move_form(src: Source, call: ast.Call) -> str:
     assert isinstance(call.func, ast.Attribute)
     direct = call.func.value
     receiver = _root(call)
-    if isinstance(direct, ast.Call) and src.segment(direct.func).split(".")[-1] in FACTORIES:
+    if isinstance(direct, ast.Call) and src.segment(direct.func).split(".")[-1] in FACTORIES | HOST_CONSTRUCTORS:
         form = "factory result"
     elif isinstance(receiver, ast.Name) and src.loop_over_loader(call, receiver.id):
         form = "DataLoader item"

@@ -122,6 +122,11 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("realnvp_cifar.py", "FRY003", 628): "torch.load('ckpts/best.pth.tar') without map_location",
     ("ssd_multibox_voc.py", "FRY003", 888): "torch.load(args.save_folder + args.basenet) without map_location",
     ("ssd_multibox_voc.py", "FRY003", 1057): "torch.load(test_args.trained_model) without map_location",
+    # MultiBoxLoss(..., use_gpu=True): a flag that is True by default decides nothing (FRY002's documented rule), and
+    # the script's --cuda defaults to True as well: run without arguments on a machine without CUDA, ssd.pytorch
+    # fails here with "Torch not compiled with CUDA enabled" (its most reported issue)
+    ("ssd_multibox_voc.py", "FRY002", 634): "loc_t.cuda() under a use_gpu flag that is True by default",
+    ("ssd_multibox_voc.py", "FRY002", 635): "conf_t.cuda() under a use_gpu flag that is True by default",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

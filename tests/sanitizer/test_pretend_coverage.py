@@ -383,6 +383,24 @@ def test_legacy_cpu_types_read_gpu_scalars_and_keep_their_type_checks() -> None:
     assert isinstance(torch.zeros(1, dtype=torch.long), torch.LongTensor)
 
 
+@pytest.mark.filterwarnings("ignore:torch.set_default_tensor_type")
+def test_a_cuda_default_tensor_type_puts_new_tensors_on_the_pretend_gpu() -> None:
+    """ssd.pytorch's `torch.set_default_tensor_type('torch.cuda.FloatTensor')`: a TypeError on pretend GPUs before."""
+    with pretend_cuda():
+        torch.set_default_tensor_type("torch.cuda.FloatTensor")
+        try:
+            assert (CUDA0, torch.float32) == (torch.zeros(2).device, torch.zeros(2).dtype)
+            assert CUDA0 == nn.Linear(2, 2).weight.device
+            torch.set_default_tensor_type(torch.cuda.DoubleTensor)
+            assert (CUDA0, torch.float64) == (torch.ones(1).device, torch.ones(1).dtype)
+            with pytest.raises(TypeError, match="floating-point"):
+                torch.set_default_tensor_type("torch.cuda.LongTensor")
+        finally:
+            torch.set_default_tensor_type("torch.FloatTensor")
+        assert (torch.device("cpu"), torch.float32) == (torch.ones(1).device, torch.ones(1).dtype)
+    assert torch.device("cpu") == torch.ones(1).device
+
+
 def test_a_model_moved_while_an_earlier_output_holds_its_graph() -> None:
     # a GPU moves parameters with `param.data = ...`; swapping them fails while a graph holds them: moved anyway,
     # tied weights still tied

@@ -401,13 +401,34 @@ def _cpu_legacy_type(name: str) -> type:
 
 
 def _default_tensor_type(set_type: Callable[[Any], None]) -> Callable[[Any], None]:
-    """``torch.set_default_tensor_type`` that takes the stand-ins of the legacy CPU types for PyTorch's own."""
+    """``torch.set_default_tensor_type`` for pretend GPUs.
+
+    The stand-ins of the legacy CPU types count as PyTorch's own. A CUDA type (``"torch.cuda.FloatTensor"``, or its
+    stand-in) does what it does with CUDA PyTorch: its dtype becomes the default and new tensors go to the GPU (here
+    through ``torch.set_default_device("cuda")``); a CPU type after it sends them back to the CPU.
+    """
+    on_gpu = False
 
     def set_default_tensor_type(t: Any) -> None:
-        name = t if isinstance(t, str) else getattr(t, "__name__", "") if isinstance(t, _CpuLegacyTypeMeta) else ""
-        if name.removeprefix("torch.") in _LEGACY_CPU_TYPES and not name.startswith("torch.cuda."):
-            t = _LEGACY_CPU_TYPES[name.removeprefix("torch.")]
-        set_type(t)
+        nonlocal on_gpu
+        if isinstance(t, str):
+            name = t
+        elif isinstance(t, _LegacyTypeMeta):
+            name = f"torch.cuda.{t.__name__}"
+        elif isinstance(t, _CpuLegacyTypeMeta):
+            name = f"torch.{t.__name__}"
+        else:
+            name = ""
+        short = name.removeprefix("torch.cuda.").removeprefix("torch.")
+        if short in _LEGACY_CPU_TYPES:
+            t = _LEGACY_CPU_TYPES[short]
+        set_type(t)  # the dtype, PyTorch's checks (floating-point types only) and its deprecation warning
+        if name.startswith("torch.cuda."):
+            torch.set_default_device("cuda")
+            on_gpu = True
+        elif on_gpu:
+            torch.set_default_device(None)
+            on_gpu = False
 
     return set_default_tensor_type
 
