@@ -85,6 +85,7 @@ from ferry.lint.rules._placement_values import (
     line,
     merge,
     moves_items,
+    moves_names,
     short,
 )
 from ferry.lint.torch_api import (
@@ -115,6 +116,24 @@ class _Analysis:
     reports: list[Report]
     tensor_moves: frozenset[ast.Call]
     device_numpy: dict[ast.Call, Val]
+
+
+def _has_unknown_batch(val: Val, depth: int = 0) -> bool:
+    """Whether ``val`` is, or holds in its tuples, a loader's batch whose place is not known."""
+    if val.what == "tuple" and depth < 3:
+        return any(_has_unknown_batch(item, depth + 1) for item in val.items)
+    return val.what == "batch" and val.where is None
+
+
+def _batch_on_host(val: Val, depth: int = 0) -> Val:
+    """``val`` with each batch of unknown place in it on the host."""
+    if val.what == "tuple" and depth < 3:
+        return replace(val, items=tuple(_batch_on_host(item, depth + 1) for item in val.items))
+    if val.what != "batch" or val.where is not None:
+        return val
+    # an item of a collated tuple (`images` of `images, captions, lengths`) is a tensor; a whole batch may be a
+    # structure still to unpack
+    return Val("tensor", HOST) if val.item else replace(val, where=HOST)
 
 
 def _handed(val: Val) -> Val:
@@ -523,7 +542,9 @@ def _collated(val: Val) -> Val:
     if val.what == "number":
         return Val("tensor", HOST)
     if val.what == "tuple" and val.items:
-        return Val("tuple", items=tuple(_collated(item) for item in val.items))
+        # an item the analysis cannot place is still an item of the batch: where the loop's evidence puts it
+        items = (_collated(item) for item in val.items)
+        return Val("tuple", items=tuple(Val("batch", item=True) if i.what == "unknown" else i for i in items))
     return UNKNOWN
 
 
@@ -857,11 +878,16 @@ class _Flow(CallsMixin):
     def returned(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> Val:
         """What a call of a local function returns, read from its body with the values the call passes.
 
-        Three calls deep at most; a generator, ``*args``/``**kwargs`` at the call, or a function without ``return``
-        statements give an unknown value.
+        Three calls deep at most; ``*args``/``**kwargs`` at the call, or a function without ``return`` statements
+        give an unknown value. A generator gives a sequence of what it yields (``data_gen = inf_generator(loader)``,
+        then ``x, y = data_gen.__next__()``).
         """
         assert isinstance(node.func, ast.Name)
-        return self._returned_by(self.local_functions[node.func.id], node, args, kwargs)
+        func = self.local_functions[node.func.id]
+        if any(isinstance(n, ast.Yield) for n in ast.walk(func)):
+            yielded = self._returned_by(func, node, args, kwargs, yields=True)
+            return Val("seq", element=yielded) if yielded.what != "unknown" else UNKNOWN
+        return self._returned_by(func, node, args, kwargs)
 
     def method_returned(
         self, method: ast.FunctionDef, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]
@@ -1172,7 +1198,7 @@ class _Flow(CallsMixin):
             if isinstance(stmt.value, ast.Yield) and self.yielding and self.returns is not None and not self.silent:
                 self.returns.append(self.ev(stmt.value.value) if stmt.value.value is not None else NONE)
         elif isinstance(stmt, ast.Assign):
-            val = self.ev(stmt.value)
+            val = self._assigned_batch_evidence(stmt, self.ev(stmt.value))
             for target in stmt.targets:
                 self.bind(target, val, stmt, stmt.value)
         elif isinstance(stmt, ast.AnnAssign):
@@ -1523,6 +1549,8 @@ class _Flow(CallsMixin):
             return self._if_expression(node, top)
         if isinstance(node, ast.Subscript):
             return self._subscript(node)
+        if isinstance(node, ast.Starred):  # `*layers` in a call: the sequence itself (the call unpacks it)
+            return self.ev(node.value)
         if isinstance(node, ast.Tuple):
             items = tuple(self.ev(e) for e in node.elts)
             if any(isinstance(e, ast.Starred) for e in node.elts):
@@ -1676,29 +1704,37 @@ class _Flow(CallsMixin):
         self.env = before
         return val
 
+    def _assigned_batch_evidence(self, stmt: ast.Assign, val: Val) -> Val:
+        """A batch taken outside a ``for`` is on the host when the statements after it move some of its names.
+
+        ``x, y = next(it)``, ``images, labels = data_gen.__next__()``: the statements after it in its block are the
+        evidence, as the loop body is for :meth:`_batch_evidence`.
+        """
+        if not _has_unknown_batch(val):
+            return val
+        following = self._following(stmt)
+        names = {n.id for target in stmt.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+        if not following or not moves_names(names, following):
+            return val
+        return _batch_on_host(val)
+
+    def _following(self, stmt: ast.stmt) -> list[ast.stmt]:
+        """The statements after ``stmt`` in the block that holds it."""
+        parent = self.ctx.parent(stmt)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and stmt in block:
+                return block[block.index(stmt) + 1 :]
+        return []
+
     def _batch_evidence(self, stmt: ast.For | ast.AsyncFor, element: Val) -> Val:
         """Batches of a loader whose dataset is not known are on the host when the loop moves some of them.
 
         Also inside nested tuples: ``for i, (images, captions) in enumerate(loader)``.
         """
-
-        def unknown_parts(val: Val, depth: int = 0) -> bool:
-            if val.what == "tuple" and depth < 3:
-                return any(unknown_parts(item, depth + 1) for item in val.items)
-            return val.what == "batch" and val.where is None
-
-        def on_host(val: Val, depth: int = 0) -> Val:
-            if val.what == "tuple" and depth < 3:
-                return replace(val, items=tuple(on_host(item, depth + 1) for item in val.items))
-            if val.what != "batch" or val.where is not None:
-                return val
-            # an item of a collated tuple (`images` of `images, captions, lengths`) is a tensor; a whole batch may
-            # be a structure still to unpack
-            return Val("tensor", HOST) if val.item else replace(val, where=HOST)
-
-        if not unknown_parts(element) or not moves_items(stmt, stmt.body):
+        if not _has_unknown_batch(element) or not moves_items(stmt, stmt.body):
             return element
-        return on_host(element)
+        return _batch_on_host(element)
 
     def _element(self, iterable: ast.expr | None, val: Val) -> Val:
         """What iterating over ``iterable`` (of value ``val``) gives."""

@@ -173,7 +173,10 @@ class CallsMixin(DevicesMixin):
         """Arguments handed to code the analysis cannot see: modules and containers may come back moved.
 
         ``only``: the arguments that may be moved or kept (a function of the file that only reads the others).
+        A logging call (``logger.info(model)``, ``logging.debug(x)``) only formats what it is given.
         """
+        if _logging_call(node):
+            return
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             if only is not None and arg not in only:
                 continue
@@ -244,6 +247,10 @@ class CallsMixin(DevicesMixin):
             return UNKNOWN
         if receiver.what == "any" and not receiver.inplace and method in SHAPERS | REDUCTIONS | TENSOR_ONLY_METHODS:
             return Val("any", receiver.where, dev=receiver.dev)
+        if receiver.what == "loader" and not node.args and method in ("__iter__", "__next__"):
+            return receiver if method == "__iter__" else _batch(receiver)  # `it = loader.__iter__()`
+        if receiver.what == "seq" and not node.args and method in ("__iter__", "__next__"):
+            return receiver if method == "__iter__" else receiver.element or UNKNOWN  # a generator of the file
         if receiver.what in ("seq", "dict", "tuple"):
             if method in ("get", "pop") and receiver.element is not None:
                 if method == "pop" and tracked:
@@ -446,6 +453,8 @@ class CallsMixin(DevicesMixin):
             return args[0]  # an iterator over the loader's batches
         if full == "next" and args and args[0].what == "loader":
             return _batch(args[0])  # `next(iter(loader))`, `next(dataiter)`
+        if full in ("next", "iter") and len(args) == 1 and args[0].what == "seq" and args[0].element is not None:
+            return args[0] if full == "iter" else args[0].element  # `next(gen)` of a generator of the file
         if full in TENSOR_DATASETS:
             if len(node.args) == 1 and isinstance(node.args[0], ast.Starred):
                 packed = self._peek(node.args[0].value)  # `TensorDataset(*make_images(n))`: the tuple's tensors
@@ -701,6 +710,7 @@ class CallsMixin(DevicesMixin):
         elif name in LAYERS_WITHOUT_PARAMETERS:
             params = False
         elif name in ("Sequential", "ModuleList"):
+            args = _unstarred(node, args)  # `nn.Sequential(*layers, *head)`: the layers of each list
             parts = [a for a in args if a.what == "module"]
             if parts and len(parts) == len(args):
                 known = [p.params for p in parts]
@@ -1143,6 +1153,8 @@ class CallsMixin(DevicesMixin):
                         continue  # a move: `_moved_names` knows where it runs
                 if isinstance(parent, ast.Call) and kept_by(parent, node, self.local_functions, self.reading_method):
                     continue
+                if isinstance(parent, ast.Call) and _logging_call(parent):
+                    continue  # `logger.info(model)`: formatted into a message
                 if (
                     isinstance(parent, ast.Call)
                     and isinstance(parent.func, ast.Name)
@@ -1439,6 +1451,36 @@ def _norm_with_state(node: ast.Call) -> bool:
         k.arg in ("affine", "track_running_stats") and not (isinstance(k.value, ast.Constant) and not k.value.value)
         for k in node.keywords
     )
+
+
+def _unstarred(node: ast.Call, args: list[Val]) -> list[Val]:
+    """``args`` of ``node`` with each ``*seq`` replaced by the sequence's items (its element, once, for a list)."""
+    if not any(isinstance(a, ast.Starred) for a in node.args):
+        return args
+    flat: list[Val] = []
+    for arg_node, val in zip(node.args, args, strict=False):
+        if not isinstance(arg_node, ast.Starred):
+            flat.append(val)
+        elif val.what == "tuple" and val.items:
+            flat.extend(val.items)
+        elif val.what == "seq" and val.element is not None:
+            flat.append(val.element)
+        else:
+            flat.append(UNKNOWN)
+    return flat
+
+
+#: Methods of a ``logging.Logger`` (and of the ``logging`` module) that write a message.
+_LOG_METHODS = frozenset("debug info warning warn error exception critical fatal log".split())
+
+
+def _logging_call(node: ast.Call) -> bool:
+    """``logger.info(...)``, ``self.log.warning(...)``, ``logging.debug(...)``: a logger writing a message."""
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS):
+        return False
+    owner = dotted(func.value)
+    return owner is not None and "log" in owner.rsplit(".", 1)[-1].lower()
 
 
 def _batch(source: Val) -> Val:

@@ -176,6 +176,10 @@ def agree(vals: Iterable[Val]) -> Val:
     if all(v == first for v in vals):
         return first
     if all(v.what == first.what and v.where == first.where for v in vals):
+        if first.what == "module":  # layers of a list: the list holds parameters if one of them does
+            known = [v.params for v in vals]
+            params = True if any(known) else False if all(k is False for k in known) else None
+            return Val("module", first.where, dev=first.dev, params=params, fresh=all(v.fresh for v in vals))
         return Val(first.what, first.where, scalar=any(v.scalar for v in vals), dev=first.dev)
     return UNKNOWN
 
@@ -265,7 +269,25 @@ def moves_items(loop: ast.For | ast.AsyncFor | ast.comprehension, body: list[ast
     ``x.to(device)``, ``batch[0].cuda()``, ``y = Y.T.reshape(-1)`` then ``y.to(device)``, ``[{k: v.to(device) for
     k, v in t.items()} for t in targets]``: its author knows the loader's items arrive on the host.
     """
-    names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    return moves_names({n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}, body)
+
+
+def moves_names(names: set[str], body: list[ast.stmt] | None) -> bool:
+    """Whether the statements ``body`` move some of ``names`` (or names made from them); see :func:`moves_items`.
+
+    Reading one of ``names`` itself with ``.numpy()`` (``y.numpy()``, ``labels.data.numpy()``) counts too: only a
+    host tensor has one.
+    """
+    given = set(names)
+    for stmt in body or ():
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "numpy":
+                receiver: ast.AST = node.func.value
+                while isinstance(receiver, ast.Attribute):
+                    receiver = receiver.value
+                if isinstance(receiver, ast.Name) and receiver.id in given and not node.args:
+                    return True
+    names = set(names)
     assigns = [n for stmt in body or () for n in ast.walk(stmt) if isinstance(n, ast.Assign | ast.comprehension)]
     for _ in range(3):  # names made from the items (`y = Y.T.reshape(-1)`, `for k, v in t.items()`) hold them too
         for assign in assigns:
@@ -276,7 +298,7 @@ def moves_items(loop: ast.For | ast.AsyncFor | ast.comprehension, body: list[ast
     for stmt in body or ():
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
-                receiver: ast.AST = node.func.value
+                receiver = node.func.value
                 while isinstance(receiver, ast.Subscript | ast.Attribute | ast.Call):
                     receiver = receiver.func if isinstance(receiver, ast.Call) else receiver.value
                 if isinstance(receiver, ast.Name) and receiver.id in names:
