@@ -903,6 +903,9 @@ class CallsMixin(DevicesMixin):
         if packed is not None and packed.what == "tuple" and packed.items:
             args = list(packed.items)  # `model(*inputs)` with `inputs` a tuple of known items
             nodes = [node.args[0]] * len(args)
+        elif packed is not None and packed.what == "seq" and packed.element is not None and star is not None:
+            args = [packed]  # `model(*data)` with items alike: reported as a list of inputs is
+            nodes = [star.value]
         elif not nodes or isinstance(nodes[0], ast.Starred):
             return Val("output", module.where, dev=module.dev) if module.where == DEVICE else UNKNOWN
         element = args[0].element if args and args[0].what == "seq" else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ferry.lint.torch_api import (
     ACCELERATORS,
@@ -215,6 +215,16 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         return b  # where a tensor is needed, it is the tensor of the other branch (a list there fails anyway)
     if b.what == "seq" and a.what in TENSORISH:
         return a
+    for one, other in ((a, b), (b, a)):
+        if (
+            one.what == "tuple"
+            and one.items
+            and other.what in TENSORISH
+            and all(item.what in TENSORISH and item.where == other.where for item in one.items)
+        ):
+            # `if not isinstance(data, tuple): data = (data,)`: the items of a tuple or the rows of a tensor, each
+            # where that tensor is (what `model(*data)` gets)
+            return Val("seq", element=Val("tensor", other.where, dev=other.dev))
     if a.what != b.what and not {a.what, b.what} <= {"tensor", "output", "any"} | ({"module"} & {a.what, b.what}):
         return UNKNOWN
     if {a.what, b.what} == {"any", "module"}:  # `if args.gpu is not None: model = model.cuda(args.gpu)` of a model
@@ -231,6 +241,9 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         where = None
     if what == "seq" and a.items == b.items and a.element != b.element and NONE in (a.element, b.element):
         return Val("seq", element=b.element if a.element == NONE else a.element)  # empty on one path
+    if what == "seq" and not a.items and not b.items and a.element is not None and b.element is not None:
+        element = join(a.element, b.element, available)  # `if cuda: data = tuple(d.cuda() for d in data)`
+        return Val("seq", element=replace(element, origin=None, name=None) if element.what != "unknown" else None)
     if what in ("seq", "dict", "tuple") and (a.items != b.items or a.element != b.element or a.keys != b.keys):
         return Val(what)
     return Val(
