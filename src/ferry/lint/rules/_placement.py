@@ -19,7 +19,7 @@ inputs; ``if``/``else`` branches merge (a move under ``if torch.cuda.is_availabl
 device), loop bodies are read twice so values carried from one iteration to the next are merged.
 
 Across the functions of a file: a function defined once at the top of the file and only ever called (never passed
-on, decorated or rebound) is read once per way it is called (up to four; beyond that with the calls' values merged):
+on, decorated or rebound) is read once per way it is called (up to six; beyond that with the calls' values merged):
 its parameters take what that call passes (callers are read first), and its globals the module-level models,
 tensors and loaders as they are at that call when the module's own code makes it (merged over the module's calls
 for calls made in other functions). A call of it returns what its ``return`` statements give for the values passed
@@ -302,7 +302,7 @@ _FIRST_PASS_CODES = frozenset({"FRY006", "FRY007", "FRY011"})
 _MAX_DEPTH = 3
 
 #: How many different ways of calling a local function are each read on their own.
-_MAX_CONTEXTS = 4
+_MAX_CONTEXTS = 6
 
 
 def _passable(name: str, val: Val) -> Val | None:
