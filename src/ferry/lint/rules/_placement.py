@@ -303,6 +303,10 @@ _MAX_DEPTH = 3
 
 #: How many different ways of calling a local function are each read on their own.
 _MAX_CONTEXTS = 6
+#: NumPy functions whose result indexes a tensor element-wise (an array of indices, or a tuple of them).
+_NUMPY_INDEX_CALLS = frozenset(
+    f"numpy.{name}" for name in "where nonzero argwhere flatnonzero array asarray arange argsort".split()
+)
 
 
 def _passable(name: str, val: Val) -> Val | None:
@@ -1666,6 +1670,7 @@ class _Flow(CallsMixin):
                 )
                 or index.what == "seq"
                 or (index.what in TENSORISH and not index.scalar)
+                or self._numpy_indices(node.slice)
             )
             return replace(owner, what="tensor", scalar=owner.scalar or not keeps_rank)
         if owner.what == "batch":  # `batch[0]`, `batch["input_ids"]`
@@ -1687,6 +1692,20 @@ class _Flow(CallsMixin):
                 return owner.key(node.slice.value) or UNKNOWN  # `kwargs["model"]`, `sample["image"]`
             return owner.element or UNKNOWN
         return UNKNOWN
+
+    def _numpy_indices(self, index: ast.expr) -> bool:
+        """Whether ``index`` is an array of indices: selecting with it never gives a zero-dimensional tensor.
+
+        ``np.where(mask)``, ``np.arange(n)``, or a name only ever bound to such a call.
+        """
+        if isinstance(index, ast.Call):
+            return self.ctx.call_name(index) in _NUMPY_INDEX_CALLS
+        if isinstance(index, ast.Name):
+            values = self.ctx.kinds.assigned_values(index.id)
+            return bool(values) and all(
+                isinstance(v, ast.Call) and self.ctx.call_name(v) in _NUMPY_INDEX_CALLS for v in values
+            )
+        return False
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> Val:
         before = self.env
