@@ -1395,21 +1395,34 @@ def _harmless(ctx: FileContext, decorator: ast.expr) -> bool:
 def _layer(ctx: FileContext, cls: ast.ClassDef | None, attr: str) -> bool:
     """Whether ``self.<attr>`` is set in the class's ``__init__`` to a layer with parameters.
 
-    ``nn.Linear(...)`` and the like, or a module class of the file.
+    ``nn.Linear(...)`` and the like, or a module class of the file; or, in a module class, a network the
+    constructor is handed (``self.embedding_net = embedding_net``, a parameter named for a network).
     """
     if cls is None:
         return False
     for stmt in cls.body:
         if not (isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__"):
             continue
+        handed = {a.arg for a in [*stmt.args.args, *stmt.args.kwonlyargs][1:] if _names_a_network(a.arg)}
         for node in ast.walk(stmt):
-            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            if not isinstance(node, ast.Assign):
                 continue
             if not any(isinstance(t, ast.Attribute) and t.attr == attr for t in node.targets):
                 continue
-            if _holds_parameters(ctx, node.value):
+            if isinstance(node.value, ast.Call) and _holds_parameters(ctx, node.value):
+                return True
+            if isinstance(node.value, ast.Name) and node.value.id in handed and ctx.kinds.class_is_module(cls.name):
                 return True
     return False
+
+
+#: Words in a constructor parameter's name that say it is handed a network (``embedding_net``, ``encoder``).
+_NETWORK_WORDS = ("net", "model", "encoder", "decoder", "backbone")
+
+
+def _names_a_network(name: str) -> bool:
+    words = name.lower().split("_")
+    return any(word in _NETWORK_WORDS or word.endswith(_NETWORK_WORDS) for word in words)
 
 
 #: Containers of layers: they hold parameters where a layer in them does.
