@@ -60,9 +60,12 @@ CLASSES: dict[str, tuple[str, frozenset[str], str | None]] = {
 }
 
 #: Rules whose finding counts as finding a class statically: its own, and for a tensor left on the host the loss
-#: rule too (FRY011 is FRY006 where the tensor that was not moved is a loss's target).
+#: rule too (FRY011 is FRY006 where the tensor that was not moved is a loss's target). FRY005 and FRY006 are one
+#: mistake, a tensor made or left on the host meeting tensors on the device; which rule names it depends on where
+#: the code runs (FRY005: in a module's forward and the helpers it calls), so each counts for the other.
 STATIC_CODES: dict[str, frozenset[str]] = {code: frozenset({code}) for code in CLASSES}
-STATIC_CODES["FRY006"] = frozenset({"FRY006", "FRY011"})
+STATIC_CODES["FRY006"] = frozenset({"FRY006", "FRY011", "FRY005"})
+STATIC_CODES["FRY005"] = frozenset({"FRY005", "FRY006"})
 
 #: torch functions that create a tensor and take ``device=``
 FACTORIES = frozenset(

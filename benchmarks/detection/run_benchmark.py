@@ -211,6 +211,14 @@ def check(mutant: inject.Mutant) -> dict[str, Any]:
             return row
         pretend = shows == "gpu"
         result = run_program(path, sanitize=False, pretend=pretend, timeout=TIMEOUT, repeatable=True)
+        if (result["error"] or "").startswith("TimeoutError"):
+            # running past the time limit shows nothing about the bug (a slow machine, a long program): the mutant
+            # is dropped, as one without effect is, and counted apart
+            row["valid"] = False
+            row["timed_out"] = True
+            row["effect"] = "timed out"
+            row["runtime"] = None
+            return row
         row["valid"] = _changed(base["pretend" if pretend else "cpu"], result)
         row["effect"] = (result["error"] or "").split("\n")[0][:200] or "output differs"
         if not row["valid"]:
@@ -304,9 +312,11 @@ def main() -> None:
         f"{_rate(sum(r['runtime'] for r in runtime_all), len(runtime_all))} | |"
     )
     print("\n".join(table))
-    dropped = len(rows) - len(valid)
+    timed_out = sum(1 for row in rows if row.get("timed_out"))
+    dropped = len(rows) - len(valid) - timed_out
     print(
-        f"\n{len(paths)} programs, {len(rows)} mutants written, {dropped} dropped (no effect), {len(valid)} counted; "
+        f"\n{len(paths)} programs, {len(rows)} mutants written, {dropped} dropped (no effect), {timed_out} dropped "
+        f"(timed out: raise TIMEOUT or rerun on an idle machine), {len(valid)} counted; "
         f"false alarms on the clean programs: {len(false_alarms)}; performance hints (FRY101) on them: {hints}; "
         f"{time.monotonic() - started:.0f} s"
     )
