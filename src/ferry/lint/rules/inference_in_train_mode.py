@@ -678,12 +678,15 @@ def _mode_before(
     """The last thing the caller did to ``model``'s mode before ``site``.
 
     ``("train", call)`` for ``model.train()`` or a call of a local function that trains it, ``("eval", call)``;
-    ``None`` when not known.
+    ``None`` when not known. An ``eval()`` in a branch that ``site`` is not in (``if args.inference_only:
+    model.eval()``) may not have run: the switch before it decides, as on the path that skips the branch.
     """
     scope = scope_node(facts.ctx, site)
     for call in reversed([c for c in facts.calls(scope) if before(c, site)]):
         if _switches_mode(call, model):
             assert isinstance(call.func, ast.Attribute)
+            if call.func.attr == "eval" and _in_a_branch_without(facts.ctx, call, site):
+                continue
             return call.func.attr, call
         if isinstance(call.func, ast.Name) and call.func.id in local:
             callee = local[call.func.id]
@@ -702,6 +705,11 @@ def _mode_before(
         elif any(dotted(a) == model for a in [*call.args, *(k.value for k in call.keywords)]):
             return None  # handed to code that may switch the mode
     return None
+
+
+def _in_a_branch_without(ctx: FileContext, node: ast.AST, site: ast.AST) -> bool:
+    """Whether ``node`` lies in a branch of an ``if`` that does not hold ``site`` (it may not run before it)."""
+    return any(isinstance(a, ast.If) and not _inside(site, a) for a in ctx.ancestors(node))
 
 
 def _own_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
