@@ -69,6 +69,8 @@ __all__ = [
     "folder_of_step",
     "pending_uploads",
     "plan_folder",
+    "remove_debris",
+    "write_checkpoint",
 ]
 
 LOCK_OBJECT = ".ferry-lock"
@@ -191,12 +193,14 @@ def _stale(holder: dict[str, Any]) -> bool:
     return holder.get("host") == socket.gethostname() and isinstance(pid, int) and not pid_alive(pid)
 
 
-def lock_holder(directory: RemotePath) -> dict[str, Any] | None:
-    """Who holds the run's lease (``{"pid", "host"}``), or None."""
-    holder = RemoteLock(directory)._holder()
-    if not holder:
-        return None
-    return {"pid": holder.get("pid"), "host": holder.get("host")}
+def _not_an_object(directory: RemotePath) -> None:
+    """Raise when the run's URL names an object (a file) rather than a folder of step folders."""
+    if directory.is_file():
+        raise CheckpointError(
+            f"{str(directory)!r} is an object (a file), not a run folder: the Checkpointer keeps a run's checkpoints "
+            "as step-<n>/ folders under a URL. Pass the URL of a folder (the run's).",
+            path=directory,
+        )
 
 
 def check_writable(directory: RemotePath) -> None:
@@ -205,13 +209,7 @@ def check_writable(directory: RemotePath) -> None:
     Raises:
         CheckpointError: the bucket does not exist, the credentials are refused, the server cannot be reached.
     """
-    if directory.is_file():
-        raise CheckpointError(
-            f"{str(directory)!r} is an object (a file), not a run folder: the Checkpointer keeps a run's "
-            "checkpoints as step-<n>/ folders under a URL. Pass the URL of a folder, e.g. its parent "
-            f"{str(directory.parent)!r} + '/run'.",
-            path=directory,
-        )
+    _not_an_object(directory)
     probe = directory / f".ferry-write-check-{secrets.token_hex(4)}"
     try:
         probe.write_bytes(b"")
@@ -232,12 +230,7 @@ def check_readable(directory: RemotePath) -> None:
     Raises:
         CheckpointError: the bucket does not exist, the credentials are refused, the server cannot be reached.
     """
-    if directory.is_file():
-        raise CheckpointError(
-            f"{str(directory)!r} is an object (a file), not a run folder. Pass the URL of the run, the folder holding "
-            "its step-<n>/ folders.",
-            path=directory,
-        )
+    _not_an_object(directory)
     bucket = directory.url.split("://", 1)[1].split("/", 1)[0]
     try:
         found = directory.fs.exists(bucket)
