@@ -631,6 +631,27 @@ def test_batchnorm_model_with_a_loss_under_no_grad_is_reported_and_sampling_is_n
     assert [("inference-in-train-mode", line + 18)] == [(f.kind, f.where.line) for f in report.findings]
 
 
+def test_batchnorm_model_scored_by_a_loss_module_of_the_users_is_reported():
+    # Real NVP's test() without net.eval(): `loss = loss_fn(z, sldj)` with `loss_fn = RealNVPLoss()` under no_grad
+
+    class RealNVPLoss(nn.Module):
+        def forward(self, z, sldj):
+            return (z.pow(2).sum(1) - sldj).mean()
+
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        net = _norm_net()
+        _train_steps(net)
+        loss_fn = RealNVPLoss()
+        with torch.no_grad():
+            z = net(torch.randn(4, 4))
+            loss = loss_fn(z, torch.zeros(4))
+    assert loss.dim() == 0
+    line = test_batchnorm_model_scored_by_a_loss_module_of_the_users_is_reported.__code__.co_firstlineno + 13
+    assert [("inference-in-train-mode", line)] == [(f.kind, f.where.line) for f in report.findings]
+    assert "scored (RealNVPLoss, a loss)" in report.findings[0].message
+
+
 def test_batchnorm_model_scored_by_a_dice_product_with_integer_masks_is_reported():
     # Pytorch-UNet's binary evaluate without net.eval(): `inter = 2 * (input * target).sum()` with long masks
     with ferry.sanitize() as report, warnings.catch_warnings(record=True):

@@ -100,7 +100,9 @@ class SanitizerMode(TorchFunctionMode):
         self.count_sync = count_sync
         self.is_accelerator = is_accelerator
         self.train_mode = TrainModeWatch(emit)
-        self.modules = ModuleStack(self.train_mode.root_forward, self.train_mode.root_output)
+        self.modules = ModuleStack(
+            self.train_mode.root_forward, self.train_mode.root_output, self.train_mode.root_inputs
+        )
         #: recent CPU factory calls without ``device=``: (op, creation line, (frame id, line) of the user frames)
         self.created: deque[tuple[Any, SourceLine, frozenset[tuple[int, int]]]] = deque(maxlen=_RECENT)
 

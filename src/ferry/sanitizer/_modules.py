@@ -24,6 +24,7 @@ class ModuleStack:
         self,
         on_root_forward: Callable[[nn.Module], None] | None = None,
         on_root_output: Callable[[nn.Module, Any], None] | None = None,
+        on_root_inputs: Callable[[nn.Module, Any], None] | None = None,
     ) -> None:
         self.stack: list[nn.Module] = []
         #: the call of the outermost module: its line in the user's code, the variable name of each tensor passed to
@@ -34,6 +35,7 @@ class ModuleStack:
         #: called when a forward starts, and when one returns, with no other module's forward running around it
         self.on_root_forward = on_root_forward
         self.on_root_output = on_root_output
+        self.on_root_inputs = on_root_inputs
         self._handles: list[RemovableHandle] = []
 
     def install(self) -> None:
@@ -56,6 +58,8 @@ class ModuleStack:
             self._remember_root_call(module, args)
             if self.on_root_forward is not None:
                 self.on_root_forward(module)
+            if self.on_root_inputs is not None:
+                self.on_root_inputs(module, args)
         self.stack.append(module)
 
     def _remember_root_call(self, module: nn.Module, args: Any) -> None:

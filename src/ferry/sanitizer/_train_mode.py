@@ -16,7 +16,8 @@ Two shapes, chosen to stay quiet in normal training:
   ``eval_fn``, ``test``, ``predict``; not one whose name also says ``train``) other than the one that trained it:
   validation loops that compute a loss without ``no_grad``.
   A module whose only mode-dependent layers are BatchNorm is reported only when what it gave is then scored: its
-  output (or what is computed from it) reaches a loss function or is compared with another tensor
+  output (or what is computed from it) reaches a loss function (or a loss module, one named ``...Loss`` included)
+  or is compared with another tensor
   (``criterion(outputs, targets)``, ``predicted.eq(targets)``). Running BatchNorm in training mode under
   ``no_grad`` is otherwise a known technique (sampling a GAN generator, recomputing the statistics with
   ``momentum=None`` as ``torch.optim.swa_utils.update_bn`` does), and is left alone.
@@ -50,6 +51,13 @@ _WATCHED = 4096
 _EVALUATION_WORDS = frozenset(
     "eval evaluate evaluation valid validate validation val test testing predict prediction infer inference".split()
 )
+
+
+class _Named:
+    """A loss module, where :meth:`TrainModeWatch.scored` reads a torch function's name (``RealNVPLoss, a loss``)."""
+
+    def __init__(self, name: str) -> None:
+        self.__name__ = f"{name}, a loss"
 
 
 def _evaluating(code: CodeType) -> bool:
@@ -117,6 +125,18 @@ class TrainModeWatch:
         self._trained.discard(module)
         self._trained_in.pop(module, None)
         self._evaluated.pop(module, None)
+
+    def root_inputs(self, module: nn.Module, args: Any) -> None:
+        """A root module gets ``args``: a loss module scores watched outputs as a loss function does.
+
+        A ``torch.nn`` loss, or a module of the user's named for one (``RealNVPLoss()(z, sldj)``); see
+        :meth:`scored`.
+        """
+        if not self.suspects:
+            return
+        name = type(module).__name__
+        if isinstance(module, nn.modules.loss._Loss) or name.endswith(("Loss", "Criterion")):
+            self.scored(_Named(name), args if isinstance(args, tuple) else (args,), {}, None)
 
     def root_forward(self, module: nn.Module) -> None:
         """A root module's forward starts (cheap when ``module`` is not watched)."""
