@@ -391,6 +391,17 @@ def test_a_cuda_default_tensor_type_puts_new_tensors_on_the_pretend_gpu() -> Non
         try:
             assert (CUDA0, torch.float32) == (torch.zeros(2).device, torch.zeros(2).dtype)
             assert CUDA0 == nn.Linear(2, 2).weight.device
+            # the legacy constructor too (ssd.pytorch's priors, `torch.Tensor(mean)`), not an explicit CPU type
+            assert (CUDA0, CUDA0) == (torch.Tensor([0.5, 0.25]).device, torch.Tensor(2, 3).device)
+            assert torch.device("cpu") == torch.FloatTensor([1.0]).device
+            # ssd.pytorch's nms: `xx1 = boxes.new()`, then `torch.index_select(x1, 0, idx, out=xx1)`
+            boxes = torch.ones(3, device="cuda", dtype=torch.float64)
+            assert [CUDA0, CUDA0, CUDA0] == [boxes.new().device, boxes.new(2).device, boxes.new([1.0]).device]
+            assert torch.float64 == boxes.new([1.0]).dtype
+            assert torch.device("cpu") == boxes.new(2, device="cpu").device
+            # `priors.type(type(x.data))`: the default tensor type, whatever class the input is
+            made = torch.arange(3).type(type(torch.ones(1).data))
+            assert (CUDA0, torch.float32) == (made.device, made.dtype)
             torch.set_default_tensor_type(torch.cuda.DoubleTensor)
             assert (CUDA0, torch.float64) == (torch.ones(1).device, torch.ones(1).dtype)
             with pytest.raises(TypeError, match="floating-point"):
@@ -398,6 +409,7 @@ def test_a_cuda_default_tensor_type_puts_new_tensors_on_the_pretend_gpu() -> Non
         finally:
             torch.set_default_tensor_type("torch.FloatTensor")
         assert (torch.device("cpu"), torch.float32) == (torch.ones(1).device, torch.ones(1).dtype)
+        assert torch.device("cpu") == torch.Tensor([1.0]).device
     assert torch.device("cpu") == torch.ones(1).device
 
 

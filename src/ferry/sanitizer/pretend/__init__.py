@@ -193,6 +193,8 @@ class _State:
         self.device_count = device_count
         self.current = 0
         self.seed = 0
+        #: a CUDA type is the default tensor type (``torch.set_default_tensor_type("torch.cuda.FloatTensor")``)
+        self.default_cuda = False
         # ``torch.cuda.get_rng_state`` answers: random numbers come from the CPU generator, so a GPU's generator
         # state is only kept to be handed back (a Philox seed and offset, 16 bytes, as on a GPU)
         self.rng_states: dict[int, torch.Tensor] = {}
@@ -400,17 +402,27 @@ def _cpu_legacy_type(name: str) -> type:
     )
 
 
-def _default_tensor_type(set_type: Callable[[Any], None]) -> Callable[[Any], None]:
+#: ``torch.Tensor``'s own ``__new__`` (the legacy constructor ``torch.Tensor(data)``), which pretend GPUs replace
+#: while a CUDA type is the default tensor type.
+_TENSOR_NEW = torch._C.TensorBase.__new__
+
+
+def _default_tensor_type(set_type: Callable[[Any], None], state: _State) -> Callable[[Any], None]:
     """``torch.set_default_tensor_type`` for pretend GPUs.
 
     The stand-ins of the legacy CPU types count as PyTorch's own. A CUDA type (``"torch.cuda.FloatTensor"``, or its
-    stand-in) does what it does with CUDA PyTorch: its dtype becomes the default and new tensors go to the GPU (here
-    through ``torch.set_default_device("cuda")``); a CPU type after it sends them back to the CPU.
+    stand-in) does what it does with CUDA PyTorch: its dtype becomes the default and new tensors go to the GPU, the
+    factories' (through ``torch.set_default_device("cuda")``) and the legacy constructor's (``torch.Tensor(data)``,
+    which the default device does not reach); a CPU type after it sends them back to the CPU.
     """
-    on_gpu = False
+
+    def legacy_new(cls: type, *args: Any, **kwargs: Any) -> torch.Tensor:
+        made: torch.Tensor = _TENSOR_NEW(cls, *args, **kwargs)
+        if cls is torch.Tensor:  # `torch.Tensor(mean)` (ssd.pytorch's priors): the default type's, a CUDA one
+            return move(made, torch.device("cuda", state.current))
+        return made  # a subclass (`nn.Parameter`) builds what it builds
 
     def set_default_tensor_type(t: Any) -> None:
-        nonlocal on_gpu
         if isinstance(t, str):
             name = t
         elif isinstance(t, _LegacyTypeMeta):
@@ -425,10 +437,12 @@ def _default_tensor_type(set_type: Callable[[Any], None]) -> Callable[[Any], Non
         set_type(t)  # the dtype, PyTorch's checks (floating-point types only) and its deprecation warning
         if name.startswith("torch.cuda."):
             torch.set_default_device("cuda")
-            on_gpu = True
-        elif on_gpu:
+            torch.Tensor.__new__ = legacy_new  # type: ignore[method-assign, assignment]
+            state.default_cuda = True
+        elif state.default_cuda:
             torch.set_default_device(None)
-            on_gpu = False
+            torch.Tensor.__new__ = _TENSOR_NEW  # type: ignore[method-assign]
+            state.default_cuda = False
 
     return set_default_tensor_type
 
@@ -486,6 +500,7 @@ class _PretendMode(TorchFunctionMode):
             torch.Tensor.type_as: lambda t, other: self._type(t, type_name(other)),
             torch.Tensor.share_memory_: self._share_memory,
             torch.Tensor.record_stream: lambda t, stream: None,
+            torch.Tensor.new: self._new,
             # reads a device argument, creates nothing: left as it is (PyTorch hands the mode the patched one)
             _PARSE_TO: _PARSE_TO,
             _PARSE_TO_WITH_ORDINALS: _PARSE_TO_WITH_ORDINALS,
@@ -602,7 +617,12 @@ class _PretendMode(TorchFunctionMode):
         dtype = kwargs.pop("dtype", dtype)
         if dtype is None:
             return type_name(t)
-        cuda, target = _legacy_target(dtype)
+        cuda: bool | None
+        if isinstance(dtype, type) and issubclass(dtype, torch.Tensor) and dtype.__name__ not in _LEGACY_TYPES:
+            # `t.type(torch.Tensor)`, `t.type(type(x.data))` (ssd.pytorch): the default tensor type
+            cuda, target = self.state.default_cuda, torch.get_default_dtype()
+        else:
+            cuda, target = _legacy_target(dtype)
         if cuda is None:
             device = device_of(t)
         elif cuda:
@@ -612,6 +632,15 @@ class _PretendMode(TorchFunctionMode):
         if device_of(t) == device and t.dtype == target:
             return t
         return self._to(t, device, target)
+
+    def _new(self, t: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+        # the legacy `t.new(...)` (sizes, data, or nothing): a tensor of `t`'s type, on `t`'s device unless told
+        device = kwargs.pop("device", None)
+        made: torch.Tensor = torch.Tensor.new(real_tensor(t), *_cpu_data(args), **kwargs)
+        target = device_of(t) if device is None else torch.device(device)
+        if target.type == "cuda":
+            return move(made, self.state.resolve(target))
+        return made
 
     @staticmethod
     def _share_memory(t: torch.Tensor) -> torch.Tensor:
@@ -1111,7 +1140,8 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
         (torch, "save", _saving_locations(torch.save)),
         (torch, "device", _Device),
         *((torch, name, _cpu_legacy_type(name)) for name in _LEGACY_TYPES),
-        (torch, "set_default_tensor_type", _default_tensor_type(torch.set_default_tensor_type)),
+        (torch, "set_default_tensor_type", _default_tensor_type(torch.set_default_tensor_type, state)),
+        (torch.Tensor, "__new__", _TENSOR_NEW),  # given back at the end, whatever the program left as default type
         (torch, "Generator", _Generator),
         (torch, "Stream", _Stream),
         (torch, "Event", _Event),
