@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ferry._remote import filesystem, remote_error, split_url
-from ferry.errors import CheckpointError
+from ferry.errors import ArgumentError, CheckpointError
 
 __all__ = ["Folder", "RemotePath", "RemoteStat", "create_exclusive", "read_json", "remote_path", "shown_path"]
 
@@ -53,6 +53,12 @@ class RemotePath:
 
     def __init__(self, url: str, storage_options: Mapping[str, Any] | None = None, *, _fs: Any = None) -> None:
         self.url = url.rstrip("/")
+        if storage_options is not None and not isinstance(storage_options, Mapping):
+            raise ArgumentError(
+                f"storage_options must be a mapping of fsspec options (a dict), got {type(storage_options).__name__}. "
+                'Pass e.g. storage_options={"key": ..., "secret": ..., "client_kwargs": {"endpoint_url": ...}} '
+                "(json.loads(text) first, for options written as JSON)."
+            )
         self.storage_options = dict(storage_options or {})
         if _fs is None:
             _fs, _ = filesystem(self.url, self.storage_options)
@@ -121,8 +127,19 @@ class RemotePath:
             raise remote_error(self.url, err, action) from err
 
     def _fresh(self) -> None:
+        """Forget what fsspec's listing cache holds for this path, its parents and everything below it.
+
+        A listing fills the cache for every folder it saw (s3fs's ``find`` does), and some reads consult it
+        (s3fs's ``cat_file`` asks ``info`` for the size first): a manifest created after the listing would read
+        as missing. Another process may be writing the run, so nothing cached is trusted.
+        """
         with contextlib.suppress(Exception):
             self._fs.invalidate_cache(self._path)
+            cache = getattr(self._fs, "dircache", None)
+            if cache is not None:
+                below = self._path.rstrip("/") + "/"
+                for key in [k for k in list(cache) if str(k).startswith(below)]:
+                    cache.pop(key, None)
 
     def iterdir(self) -> Iterator[RemotePath]:
         """The objects and folders directly inside this folder.
@@ -186,6 +203,7 @@ class RemotePath:
         Raises:
             FileNotFoundError: there is no object at this URL.
         """
+        self._fresh()
         return bytes(self._call("read", "cat_file", self._path))
 
     def read_text(self, encoding: str = "utf-8") -> str:
@@ -199,6 +217,7 @@ class RemotePath:
             found = self._call("list", "find", self._path, detail=True)
         except FileNotFoundError:
             return {}
+        self._fresh()  # what the listing cached of the folders below is stale the moment a writer adds a file
         prefix = self._path.rstrip("/") + "/"
         return {
             str(name)[len(prefix) :]: int(info.get("size") or 0)
@@ -224,6 +243,12 @@ class RemotePath:
         """Delete every object under this folder (and the folder, where the store keeps folders)."""
         with contextlib.suppress(FileNotFoundError):
             self._call("delete", "rm", self._path, recursive=True)
+        if hasattr(self._fs, "call_s3") and hasattr(self._fs, "split_path"):
+            # stores with real folders (SeaweedFS) keep an empty one until its `folder/` key is deleted too; on S3
+            # deleting a key that is not there is a no-op
+            bucket, key, _ = self._fs.split_path(self._path)
+            with contextlib.suppress(Exception):
+                self._fs.call_s3("delete_object", Bucket=bucket, Key=key.rstrip("/") + "/")
         self._fresh()
 
 

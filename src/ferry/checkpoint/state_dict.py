@@ -20,6 +20,8 @@ from torch import nn
 from torch.nn.modules.batchnorm import _NormBase
 from torch.nn.parameter import is_lazy
 
+from ferry._remote import is_url
+from ferry._remote_path import RemotePath
 from ferry.checkpoint.folder import STATE_FILE, has_shards
 from ferry.errors import ArgumentError, CheckpointError, StateDictMismatchError
 
@@ -119,7 +121,11 @@ class LoadReport:
 
 
 def load_state_dict(
-    module: nn.Module, source: str | os.PathLike[str] | Mapping[str, Any], *, strict: bool = True
+    module: nn.Module,
+    source: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    strict: bool = True,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> LoadReport:
     """Load ``source`` into ``module``, adding or stripping wrapper prefixes, and report everything that did not fit.
 
@@ -151,6 +157,8 @@ def load_state_dict(
         strict: Mirrors ``Module.load_state_dict``: when true, any missing, unexpected or mis-shaped key raises
             and nothing is loaded. When false, every key that matches with the same shape is loaded and the rest
             is listed in the returned report; mis-shaped keys are skipped.
+        storage_options: For a ``source`` that is a URL of object storage (``s3://bucket/run/model.safetensors``):
+            passed to its fsspec file system, as for :func:`ferry.load`.
 
     Returns:
         A :class:`LoadReport` of what was loaded, renamed, missing, unexpected and mis-shaped.
@@ -183,7 +191,8 @@ def load_state_dict(
         from ferry.checkpoint.file.api import load  # lazy: keeps `import ferry` light and avoids an import cycle
 
         path = os.fspath(source)
-        source = load(_state_file(path), device="cpu")
+        extra: dict[str, Any] = {} if storage_options is None else {"storage_options": storage_options}
+        source = load(_state_file(path, storage_options), device="cpu", **extra)
         owned = True
     values = _check_source(_module_entry(source, path), path)
     targets = module.state_dict(keep_vars=True)
@@ -237,12 +246,23 @@ def load_state_dict(
     return report
 
 
-def _state_file(path: str) -> str:
-    """The file to read for ``path``: itself, or the state file of a Checkpointer step folder.
+def _state_file(path: str, storage_options: Mapping[str, Any] | None = None) -> str:
+    """The file to read for ``path``: itself, or the state file of a Checkpointer step folder (a URL's too).
 
     Raises:
         CheckpointError: a sharded step folder (its modules are in rank files: convert it first).
     """
+    if is_url(path):
+        folder = RemotePath(path, storage_options)
+        if folder.is_file() or not folder.is_dir():
+            return path
+        if has_shards(folder):
+            raise CheckpointError(
+                f"{path!r} is a sharded checkpoint folder (saved under torch.distributed): its modules are spread "
+                "over rank files. Restore it with ferry.Checkpointer(url, storage_options=...).restore(state).",
+                path=path,
+            )
+        return f"{path.rstrip('/')}/{STATE_FILE}"
     if not os.path.isdir(path):
         return path
     if has_shards(path):

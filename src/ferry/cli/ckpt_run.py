@@ -7,7 +7,6 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from ferry.checkpoint.folder import STEP_DIGITS
 from ferry.checkpoint.run.folders import RetentionPolicy, scan
 from ferry.checkpoint.run.lock import LOCK_FILE
 from ferry.checkpoint.tools import collect, list_run, location, recorded_policy, run_directory
@@ -65,7 +64,11 @@ def _print_listing(report: dict[str, Any]) -> None:
         console.print(Text("* newest; kept by '—': ferry ckpt gc would remove it", style="dim"))
     console.print(Text(f"retention: {_policy_text(report['policy'], report['policy_recorded'])}"))
     for path in report["stale_temporaries"]:
-        console.print(Text(f"stale temporary: {path} (left by a crashed save; ferry ckpt gc removes it)", "yellow"))
+        writer = report["writer"]
+        why = "left by a crashed save"
+        if writer is not None and writer.get("alive") is not False:
+            why = "a save or a deletion in progress, or left by a crashed one"  # the writer's lease is held
+        console.print(Text(f"stale temporary: {path} ({why}; ferry ckpt gc removes it)", "yellow"))
     if report["writer"] is not None:
         writer = report["writer"]
         stale = (
@@ -79,10 +82,8 @@ def _print_listing(report: dict[str, Any]) -> None:
 
 
 def _step_text(row: dict[str, Any]) -> str:
-    """The step, and the folder when its name is not the step's plain one (a step saved again on object storage)."""
-    name = str(row["folder"]).rstrip("/").rsplit("/", 1)[-1]
-    plain = f"step-{row['step']:0{STEP_DIGITS}d}"
-    return str(row["step"]) if name in (plain, f"checkpoint-{row['step']}") else f"{row['step']} ({name})"
+    """The step (on object storage each save's folder is ``step-<n>.<token>``; ``run/step-<n>`` names the newest)."""
+    return str(row["step"])
 
 
 def ls_main(args: argparse.Namespace) -> int:

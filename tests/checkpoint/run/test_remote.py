@@ -504,16 +504,21 @@ def test_a_save_reads_a_bounded_number_of_manifests_however_long_the_run(memory_
     assert len(reads) <= 8, reads
 
 
-def test_ls_names_each_folder_and_inspect_of_a_plain_step_name_points_at_it(memory_url: str, capsys) -> None:
+def test_a_plain_step_name_stands_for_the_steps_newest_folder(memory_url: str, capsys) -> None:
+    """`run/step-000000005` names step 5's newest checkpoint, which lies in `step-000000005.<token>`."""
     from ferry.cli.ckpt import main
 
     with ferry.Checkpointer(memory_url) as ckpt:
         ckpt.save(5, {"x": torch.ones(1)})
-        folder = ckpt.save(5, {"x": torch.ones(1)})
+        folder = ckpt.save(5, {"x": torch.full((1,), 2.0)})
+    assert 0 == main(["inspect", f"{memory_url}/step-000000005", "--json"])
+    assert str(folder) == json.loads(capsys.readouterr().out)["path"]
+    assert 0 == main(["verify", f"{memory_url}/step-000000005", "--json"])
+    assert [str(folder)] == [c["path"] for c in json.loads(capsys.readouterr().out)["checked"]]
     assert 0 == main(["ls", memory_url])
-    assert f"5 ({folder.name})" in capsys.readouterr().out
-    assert 2 == main(["inspect", f"{memory_url}/step-000000005"])
-    assert folder.name in capsys.readouterr().err
+    assert ".ferry" not in capsys.readouterr().out  # the table shows steps, not the folders' tokens
+    assert 2 == main(["inspect", f"{memory_url}/step-000000006"])
+    assert "nothing is stored" in capsys.readouterr().err
 
 
 def test_cli_errors_do_not_echo_the_storage_options(capsys) -> None:
@@ -539,13 +544,21 @@ def test_missing_credentials_and_unknown_options_say_what_to_fix(s3_server: _s3.
         ferry.Checkpointer(f"s3://{bucket}/run", storage_options={**s3_server.options(), "bogus_option": 1})
 
 
-def test_a_reader_of_a_run_with_no_saves_yet_lists_nothing(s3_server: _s3.S3Server) -> None:
+def test_a_reader_of_a_run_with_no_saves_yet_lists_nothing_and_a_url_with_nothing_is_refused(
+    s3_server: _s3.S3Server,
+) -> None:
     bucket = s3_server.bucket("empty-run")
-    with ferry.Checkpointer(f"s3://{bucket}/run", read_only=True, storage_options=s3_server.options()) as reader:
+    options = s3_server.options()
+    with pytest.raises(CheckpointError, match=r"nothing is stored at .* check the URL"):
+        ferry.Checkpointer(f"s3://{bucket}/typo-run", read_only=True, storage_options=options)
+    with (
+        ferry.Checkpointer(f"s3://{bucket}/run", storage_options=options),  # a writer that has not saved yet
+        ferry.Checkpointer(f"s3://{bucket}/run", read_only=True, storage_options=options) as reader,
+    ):
         assert [] == reader.steps()
         assert reader.restore({"x": torch.zeros(1)}) is None
     with pytest.raises(CheckpointError, match="bucket 'no-such-bucket' does not exist"):
-        ferry.Checkpointer("s3://no-such-bucket/run", read_only=True, storage_options=s3_server.options())
+        ferry.Checkpointer("s3://no-such-bucket/run", read_only=True, storage_options=options)
 
 
 def test_convert_reads_a_checkpoint_from_object_storage(memory_url: str, tmp_path: Path) -> None:

@@ -96,8 +96,12 @@ class Checkpointer:
         'step-000000010'
         (10, 1)
 
+    On object storage (``directory`` a URL such as ``s3://bucket/run``, any fsspec protocol) every option works the
+    same; each save goes to a folder ``step-<step>.<token>/`` of its own, and its ``manifest.json``, uploaded last,
+    commits it (no rename on S3; the protocol is in :mod:`ferry.checkpoint.run.remote`).
+
     Args:
-        directory: Folder holding the checkpoints; created (with parents) if missing.
+        directory: Folder holding the checkpoints; created (with parents) if missing. Or a URL of object storage.
         keep_last: How many of the most recently saved checkpoints to keep (>= 1).
         keep_every: Also keep every checkpoint whose step is divisible by this.
         keep_best: ``(metric, "min" | "max")``: also keep the best checkpoint by a metric passed to ``save``.
@@ -114,10 +118,14 @@ class Checkpointer:
             lock (rank 0 under torchrun), so a second writer or an unwritable folder is refused before any training
             step, not at the first save; the lock is given back by :meth:`close` (or when the Checkpointer is
             garbage-collected, or its process ends).
+        storage_options: For a URL ``directory``: keyword arguments of its fsspec file system (for ``s3fs``:
+            ``key``, ``secret``, ``endpoint_url``, ``client_kwargs``...); credentials may also come from the
+            environment as for ``s3fs``. Not allowed with a local folder.
 
     Raises:
         CheckpointError: an invalid setting; for a writer, ``directory`` cannot be created or written, or another
-            live process writes it (the message names its pid and host); for a reader, ``directory`` does not exist.
+            live process writes it (the message names its pid and host); for a reader, ``directory`` does not exist;
+            on object storage also missing or wrong credentials, a missing bucket or an unreachable server.
     """
 
     def __init__(
@@ -880,6 +888,10 @@ class Checkpointer:
                         stacklevel=collective.caller_stacklevel(),
                     )
                 continue
+            except CheckpointError:
+                if step is None and read_manifest(folder)[0] is None:
+                    continue  # pruned by the run's writer while this process read it: the next older one
+                raise
             # Every rank applies; one that fails makes all raise, instead of leaving the others in a collective.
             apply = functools.partial(restoring.apply, folder, state, prepared)
             restored = collective.agree(group, apply, what=f"restoring {str(folder)!r}", where=folder)

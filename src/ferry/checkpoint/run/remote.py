@@ -225,10 +225,15 @@ def check_writable(directory: RemotePath) -> None:
 
 
 def check_readable(directory: RemotePath) -> None:
-    """A reader of ``directory``: its bucket exists and the credentials work (a run with no saves yet is fine).
+    """A reader of ``directory``: its bucket exists, the credentials work, and a run is there.
+
+    A run is there once a writer has started (its lease object) or saved: a reader started beside a running writer
+    with no save yet lists nothing, as for a local folder the writer created; a URL where nothing is stored at all
+    (a typo) is refused, as a local folder that does not exist is.
 
     Raises:
-        CheckpointError: the bucket does not exist, the credentials are refused, the server cannot be reached.
+        CheckpointError: the bucket does not exist, nothing is stored at ``directory``, the credentials are refused,
+            the server cannot be reached.
     """
     _not_an_object(directory)
     bucket = directory.url.split("://", 1)[1].split("/", 1)[0]
@@ -240,6 +245,13 @@ def check_readable(directory: RemotePath) -> None:
         raise CheckpointError(
             f"cannot read the checkpoint run {str(directory)!r}: the bucket {bucket!r} does not exist. Check the "
             "bucket name in the URL and the endpoint in storage_options.",
+            path=directory,
+        )
+    if not directory.files():
+        raise CheckpointError(
+            f"nothing is stored at {str(directory)!r}: no checkpoint, and no writer has started there (its lease "
+            f"{LOCK_OBJECT} would be). A read_only=True Checkpointer reads an existing run: check the URL, or start "
+            "the reader after the writer.",
             path=directory,
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ferry._remote import is_url
 from ferry._remote_path import Folder, RemotePath
 from ferry.checkpoint.file.api import load, open_any, save, verify
 from ferry.checkpoint.file.kinds import KIND_NAMES, FileKind, sniff, sniff_handle
@@ -21,7 +22,7 @@ from ferry.checkpoint.file.structure import flatten
 from ferry.checkpoint.folder import MANIFEST_FILE, STATE_FILE, has_shards, is_plain_dcp
 from ferry.checkpoint.sharded.consolidate import load_sharded_folder
 from ferry.checkpoint.tools._paths import Progress, location, no_progress, resolve
-from ferry.errors import CheckpointError
+from ferry.errors import ArgumentError, CheckpointError
 
 __all__ = ["convert"]
 
@@ -82,6 +83,11 @@ def convert(
             :func:`ferry.load`: TorchScript, unsafe pickle, corrupt); or what it holds cannot be saved (the message
             names the value and the conversion to make).
     """
+    if is_url(out):
+        raise ArgumentError(
+            f"convert writes OUT as a local file, and {str(out)!r} is a URL. Convert to a local file, then upload "
+            "it with ferry.save(ferry.load(path), url, storage_options=...) (or `aws s3 cp`)."
+        )
     where, out = location(source, storage_options), Path(out)
     sharded = _sharded_source(where)
     if sharded is not None:

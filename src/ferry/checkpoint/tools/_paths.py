@@ -27,6 +27,7 @@ from ferry.checkpoint.folder import (
     is_step_folder,
     plain_dcp_error,
     read_manifest,
+    step_of,
 )
 from ferry.checkpoint.run.folders import scan
 from ferry.errors import ArgumentError, CheckpointError
@@ -43,6 +44,7 @@ __all__ = [
     "resolve",
     "run_directory",
     "short_repr",
+    "step_alias",
 ]
 
 
@@ -109,6 +111,19 @@ def location(path: str | os.PathLike[str] | RemotePath, storage_options: Mapping
     return Path(path)
 
 
+def step_alias(path: Folder) -> Folder:
+    """``path``, or the newest committed folder of step ``n`` for ``run/step-<n>`` on object storage.
+
+    There each save has a folder of its own (``step-<n>.<token>``), so the plain name holds nothing itself and names
+    the step's newest checkpoint.
+    """
+    if not isinstance(path, RemotePath) or step_of(path.name) is None or "." in path.name or path.files():
+        return path
+    step = step_of(path.name)
+    newest = [entry.folder for entry in scan(path.parent) if entry.complete and entry.step == step]
+    return newest[-1] if newest else path
+
+
 def missing(path: Folder) -> CheckpointError:
     """The error for a path where there is nothing: it names the path and the working directory."""
     if isinstance(path, RemotePath):
@@ -153,7 +168,7 @@ def resolve(path: str | os.PathLike[str] | RemotePath, *, storage_options: Mappi
         CheckpointError: nothing at ``path``; a folder that is neither a checkpoint nor a run directory; a run
             directory without a complete checkpoint (the message lists what is wrong with each).
     """
-    path = location(path, storage_options)
+    path = step_alias(location(path, storage_options))
     if path.is_file():
         return Target(path)
     if not path.is_dir() or (isinstance(path, RemotePath) and not path.files()):

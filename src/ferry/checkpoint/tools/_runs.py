@@ -88,13 +88,16 @@ def list_run(
     reasons = policy.reasons(entries)
     complete = [entry for entry in entries if entry.complete]
     newest = complete[-1].folder if complete else None
+    stale = _stale(directory, entries)  # on object storage: step folders that are no checkpoint, listed apart
     return {
         "directory": str(directory),
         "policy": policy.to_json(),
         "policy_recorded": recorded,
         "newest": str(newest) if newest else None,
-        "checkpoints": [_entry_json(e, reasons.get(e.folder), e.folder == newest) for e in entries],
-        "stale_temporaries": [str(path) for path in _stale(directory, entries)],
+        "checkpoints": [
+            _entry_json(e, reasons.get(e.folder), e.folder == newest) for e in entries if e.folder not in stale
+        ],
+        "stale_temporaries": [str(path) for path in stale],
         "writer": _writer(directory),
     }
 
@@ -149,10 +152,17 @@ def collect(
         try:
             lock.acquire()
         except CheckpointError as err:
+            holder = _writer(lock.path.parent)
+            if holder is None:
+                raise  # not a lock held by another writer: the server or the file system refused
+            where = f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}"
             raise CheckpointError(
-                f"ferry ckpt gc removes checkpoints only while no Checkpointer writes the directory. {err}",
+                f"ferry ckpt gc removes checkpoints only while no Checkpointer writes the run, and {str(directory)!r} "
+                f"is being written by another process, {where} (its lock {str(lock.path)!r}). Run gc once that training has ended, or "
+                "--dry-run to see what gc would remove; if that process is gone and ran on another host, add "
+                "--break-lock.",
                 path=directory,
-            ) from None
+            ) from err
     try:
         entries = scan(directory, trainer_folders=True)
         policy = policy or recorded_policy(entries)[0]
@@ -187,7 +197,9 @@ def collect(
             if e.folder not in going
         ],
         "incomplete": [
-            {"step": e.step, "folder": str(e.folder), "problem": e.problem} for e in entries if not e.complete
+            {"step": e.step, "folder": str(e.folder), "problem": e.problem}
+            for e in entries
+            if not e.complete and e.folder not in stale
         ],
         "stale_temporaries": [str(path) for path in stale],
         "stale_bytes": stale_bytes,

@@ -50,6 +50,7 @@ from ferry.checkpoint.tools._paths import (
     missing,
     no_progress,
     run_directory,
+    step_alias,
 )
 from ferry.errors import CheckpointError, CorruptCheckpointError, UnsafeCheckpointError
 
@@ -235,7 +236,7 @@ def verify_path(
             (a TorchScript archive, a file from a newer ferry, an unreadable file).
     """
     where: Folder = (
-        location(path, storage_options)
+        step_alias(location(path, storage_options))
         if isinstance(path, RemotePath) or is_url(path)
         else file_api.as_path(path, "checkpoint.tools.verify_path")
     )
@@ -252,7 +253,10 @@ def verify_path(
     else:
         directory = run_directory(where)
         entries = scan(directory, trainer_folders=True)
-        folders = [entry.folder for entry in sorted(entries, key=lambda entry: entry.step)]
+        debris = set(remote.debris(directory, entries)) if isinstance(directory, RemotePath) else set()
+        folders = [
+            entry.folder for entry in sorted(entries, key=lambda entry: entry.step) if entry.folder not in debris
+        ]
         if not folders:
             raise CheckpointError(
                 f"{str(where)!r} holds no checkpoint to verify (no step-<n> folders, no {MANIFEST_FILE}). Pass a "
