@@ -158,7 +158,8 @@ def collect(
             where = f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}"
             raise CheckpointError(
                 f"ferry ckpt gc removes checkpoints only while no Checkpointer writes the run, and {str(directory)!r} "
-                f"is being written by another process, {where} (its lock {str(lock.path)!r}). Run gc once that training has ended, or "
+                f"is being written by another process, {where} (its lock {str(lock.path)!r}). Run gc once that "
+                "training has ended, or "
                 "--dry-run to see what gc would remove; if that process is gone and ran on another host, add "
                 "--break-lock.",
                 path=directory,
