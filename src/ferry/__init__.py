@@ -29,6 +29,7 @@ _NAMES: dict[str, str] = {
     "CheckpointWarning": "ferry.errors",
     "CorruptCheckpointError": "ferry.errors",
     "DeviceError": "ferry.errors",
+    "InitializationError": "ferry.errors",
     "DeviceMismatchError": "ferry.errors",
     "DistributedError": "ferry.errors",
     "FerryError": "ferry.errors",
@@ -40,6 +41,8 @@ _NAMES: dict[str, str] = {
     "UnsafeCheckpointError": "ferry.errors",
     "DeviceReport": "ferry.placement",
     "check_devices": "ferry.placement",
+    "deferred_init": "ferry.placement",
+    "materialize": "ferry.placement",
     "module_device": "ferry.placement",
     "offload": "ferry.placement",
     "place": "ferry.placement",
@@ -64,6 +67,7 @@ __all__ = [
     "DistributedError",
     "FerryError",
     "FerryWarning",
+    "InitializationError",
     "LoadReport",
     "MixedDeviceError",
     "PlacementWarning",
@@ -73,9 +77,11 @@ __all__ = [
     "UnsafeCheckpointError",
     "__version__",
     "check_devices",
+    "deferred_init",
     "describe_devices",
     "load",
     "load_state_dict",
+    "materialize",
     "module_device",
     "offload",
     "pick_device",
@@ -116,7 +122,16 @@ if TYPE_CHECKING:
         StateDictMismatchError,
         UnsafeCheckpointError,
     )
-    from ferry.placement import DeviceReport, check_devices, module_device, offload, place, to_device
+    from ferry.placement import (
+        DeviceReport,
+        check_devices,
+        deferred_init,
+        materialize,
+        module_device,
+        offload,
+        place,
+        to_device,
+    )
     from ferry.sampler import ResumableSampler
     from ferry.sanitizer import sanitize
 

@@ -11,6 +11,7 @@ The tree::
     │   ├── CorruptCheckpointError  a file is truncated, bit-flipped, or not a checkpoint at all
     │   └── UnsafeCheckpointError   a pickle that needs arbitrary code to load (opt in with ``trusted=True``)
     ├── StateDictMismatchError      ``load_state_dict`` found missing, unexpected or mis-shaped keys
+    ├── InitializationError         ``materialize`` would leave parameters or buffers uninitialised (garbage)
     └── DistributedError            a torchrun environment that is incomplete or contradicts itself
 
     FerryWarning (UserWarning)
@@ -42,6 +43,7 @@ __all__ = [
     "DistributedError",
     "FerryError",
     "FerryWarning",
+    "InitializationError",
     "MixedDeviceError",
     "PlacementWarning",
     "SanitizerWarning",
@@ -86,6 +88,25 @@ class DeviceError(FerryError):
         super().__init__(message)
         self.requested = requested
         self.available = list(available)
+
+
+class InitializationError(FerryError):
+    """Tensors of a module would be left holding whatever memory happened to contain (``to_empty`` garbage).
+
+    Raised by :func:`ferry.materialize` and :func:`ferry.load_state_dict` for a module built on ``meta`` when
+    neither a recorded construction (``ferry.deferred_init``), nor ``reset_parameters()``, nor the ``init``
+    function, nor the checkpoint wrote some of its parameters or buffers. Nothing is returned half-initialised.
+
+    Attributes:
+        names: Dotted names of every such tensor (``"layers.0.rope.inv_freq"``), in the module's order.
+        kinds: The kind of each, in the same order: ``"parameter"``, ``"buffer"``, ``"non-persistent buffer"`` or
+            ``"tensor attribute"``.
+    """
+
+    def __init__(self, message: str, *, names: Sequence[str] = (), kinds: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.names = list(names)
+        self.kinds = list(kinds)
 
 
 class MixedDeviceError(DeviceError):

@@ -1,0 +1,624 @@
+"""Build a module without allocating its tensors, then allocate every tensor once, on its device, initialised.
+
+How it works. :func:`deferred_init` builds under ``torch.device("meta")`` (no memory, no computation) and records,
+with a ``TorchFunctionMode``, every torch call that creates or changes a ``meta`` tensor: factories
+(``torch.empty``, ``torch.arange``...), initialisers (``nn.init.kaiming_uniform_``, ``Tensor.normal_``), the
+arithmetic that computes buffers (RoPE's ``inv_freq``), views and ``.data``, and the creation of each
+``nn.Parameter``. Only the outermost call is seen (``nn.init.kaiming_uniform_``, not the ``uniform_`` it runs), so
+replaying the log runs the same calls in the same order as the original build and draws the same random numbers.
+
+:func:`materialize` replays, for the module's tensors only, the recorded calls they depend on (found backwards
+through the log: a call is needed when it creates or writes the storage of a needed tensor, and then so are the
+tensors it read), under ``torch.device(device)`` and with every ``meta`` device in the arguments replaced by
+``device``. Intermediate results are freed after their last use. Tensors nothing recorded (a model built under a
+plain ``torch.device("meta")``) get memory with ``torch.empty_like`` (what ``Module.to_empty`` does) and are then
+initialised by each owning module's ``reset_parameters()`` and by ``init(module)``; a second mode watches which
+storages those calls write, and whatever is left unwritten raises :class:`ferry.InitializationError` instead of
+handing back garbage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from ferry.devices import DeviceLike, resolve_device
+from ferry.errors import ArgumentError, InitializationError
+
+__all__ = ["deferred_init", "materialize"]
+
+#: attribute set on each meta tensor a recording made: the recording that can replay it
+_TAG = "_ferry_recording"
+
+#: in-place dunder methods (``t[i] = v``, ``t += 1``, ``t.data = v``, ``t.requires_grad = True``) and their target
+_INPLACE_DUNDERS = frozenset(
+    {
+        "__setitem__",
+        "__set__",
+        "__iadd__",
+        "__isub__",
+        "__imul__",
+        "__itruediv__",
+        "__ifloordiv__",
+        "__imod__",
+        "__ipow__",
+        "__iand__",
+        "__ior__",
+        "__ixor__",
+        "__ilshift__",
+        "__irshift__",
+        "__imatmul__",
+    }
+)
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.recordings: list[_Recording] = []  # innermost last
+        self.inside = 0  # > 0 while a recorded call runs: what it does inside is part of that call
+
+
+_STATE = _State()
+_PATCH_LOCK = threading.Lock()
+_PATCH_USERS = 0
+_ORIGINAL_PARAMETER_NEW = nn.Parameter.__new__
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in ``value``, through tuples, lists and dicts, in order."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+def _written(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    """The tensors a torch call changes in place: its first argument for ``name_`` and in-place dunders, ``out=``."""
+    name = getattr(func, "__name__", "")
+    targets: list[torch.Tensor] = []
+    if (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_DUNDERS:
+        first = args[0] if args else kwargs.get("tensor", kwargs.get("input", kwargs.get("self")))
+        targets.extend(_tensors(first))
+    if "out" in kwargs:
+        targets.extend(_tensors(kwargs["out"]))
+    return targets
+
+
+#: torch calls that draw from a random number generator (besides every ``nn.init`` initialiser)
+_RANDOM = frozenset(
+    {
+        "uniform_",
+        "normal_",
+        "random_",
+        "bernoulli_",
+        "cauchy_",
+        "exponential_",
+        "geometric_",
+        "log_normal_",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "bernoulli",
+        "multinomial",
+        "normal",
+        "poisson",
+        "dropout",
+        "dropout_",
+        "alpha_dropout",
+        "feature_alpha_dropout",
+        "dropout1d",
+        "dropout2d",
+        "dropout3d",
+        "rrelu",
+        "rrelu_",
+    }
+)
+
+
+#: factories whose result holds whatever the memory held
+_EMPTY = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"})
+
+
+def _draws_random(func: Callable[..., Any], kwargs: dict[str, Any]) -> bool:
+    name = getattr(func, "__name__", "")
+    return name in _RANDOM or "generator" in kwargs or func in _INIT_FUNCTION_SET
+
+
+def _storage_key(tensor: torch.Tensor) -> int:
+    """One number per storage: views, ``.data`` and a ``Parameter`` share their base's (meta ones too)."""
+    return tensor.untyped_storage()._cdata  # type: ignore[no-any-return]
+
+
+def _meta_storages(value: Any) -> frozenset[int]:
+    return frozenset(_storage_key(t) for t in _tensors(value) if t.is_meta)
+
+
+def _make_parameter(cls: type[nn.Parameter], data: torch.Tensor | None, requires_grad: bool) -> nn.Parameter:
+    """Stand-in for ``cls(data, requires_grad)`` in a recording (``Parameter.__new__`` is not a torch function)."""
+    return _ORIGINAL_PARAMETER_NEW(cls, data, requires_grad)
+
+
+@dataclass
+class _Call:
+    """One recorded torch call: what to run again, what it made and what it changed."""
+
+    func: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    grad_enabled: bool
+    outputs: list[torch.Tensor]  # the tensors it returned, flattened, in order
+    reads: list[torch.Tensor]  # meta tensors among its arguments
+    made: frozenset[int]  # storages of the meta tensors it returned or changed, as they were after the call
+    read: frozenset[int]  # storages of its meta arguments, as they were before the call (`p.data = q` changes p's)
+
+
+@dataclass
+class _Recording:
+    """The torch calls of one ``deferred_init`` block, in the order they ran."""
+
+    calls: list[_Call] = field(default_factory=list)
+    drawn: set[int] = field(default_factory=set)  # random calls already replayed (by an earlier materialize)
+    unwritten: set[int] = field(default_factory=set)  # storages made by torch.empty & co. and never written since
+
+    def _needed(self, targets: list[torch.Tensor], *, draws_before: int) -> list[int]:
+        """Indices of the calls ``targets`` depend on, plus the random calls up to ``draws_before`` not replayed."""
+        needed_storages = {_storage_key(t) for t in targets}
+        needed: list[int] = []
+        for index in range(len(self.calls) - 1, -1, -1):
+            call = self.calls[index]
+            draws = index <= draws_before and index not in self.drawn and _draws_random(call.func, call.kwargs)
+            if draws or call.made & needed_storages:
+                needed.append(index)
+                needed_storages |= call.read
+        needed.reverse()
+        return needed
+
+    def note(
+        self,
+        func: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        result: Any,
+        read: frozenset[int],
+    ) -> None:
+        outputs = list(_tensors(result))
+        writes = [t for t in _written(func, args, kwargs) if t.is_meta]
+        if not writes and not any(t.is_meta for t in outputs):
+            return  # a query (size, dim, repr) or a call on real tensors: nothing to replay
+        reads = [t for t in _tensors((args, kwargs)) if t.is_meta]
+        made = frozenset(_storage_key(t) for t in (*outputs, *writes) if t.is_meta)
+        self.calls.append(_Call(func, args, dict(kwargs), torch.is_grad_enabled(), outputs, reads, made, read))
+        self.unwritten -= {_storage_key(t) for t in writes}
+        if getattr(func, "__name__", "") in _EMPTY:
+            self.unwritten |= {_storage_key(t) for t in outputs if t.is_meta and t.numel()}
+        for tensor in outputs:
+            if tensor.is_meta:
+                setattr(tensor, _TAG, self)
+
+    def replay(self, targets: list[torch.Tensor], device: torch.device) -> dict[int, torch.Tensor]:
+        """Run again, on ``device``, the calls ``targets`` depend on; return ``id(meta tensor) -> real tensor``.
+
+        Raises:
+            _Unreplayable: a needed call reads a meta tensor that no recorded call made.
+        """
+        first = self._needed(targets, draws_before=-1)
+        # Random numbers drawn for tensors the module no longer holds (a weight replaced by a tie, a temporary) are
+        # drawn again, once, so that every later draw gets the numbers it got in the original build.
+        needed = self._needed(targets, draws_before=max(first, default=-1))
+        self.drawn.update(index for index in needed if _draws_random(self.calls[index].func, self.calls[index].kwargs))
+        keep = {id(t) for t in targets}
+        last_use: dict[int, int] = {}
+        for index in needed:
+            for tensor in (*self.calls[index].reads, *self.calls[index].outputs):
+                last_use[id(tensor)] = index
+        real: dict[int, torch.Tensor] = {}
+
+        def substitute(value: Any) -> Any:
+            if isinstance(value, torch.Tensor):
+                if not value.is_meta:
+                    return value
+                if id(value) not in real:
+                    raise _Unreplayable(value)
+                return real[id(value)]
+            if isinstance(value, torch.device):
+                return device if value.type == "meta" else value
+            if isinstance(value, str) and value == "meta":
+                return device
+            if isinstance(value, dict):
+                return {key: substitute(item) for key, item in value.items()}
+            if isinstance(value, list):
+                return [substitute(item) for item in value]
+            if isinstance(value, tuple):
+                items = [substitute(item) for item in value]
+                if type(value) is tuple:
+                    return tuple(items)
+                try:
+                    return type(value)(items)  # torch.Size
+                except TypeError:
+                    return type(value)(*items)  # a named tuple
+            return value
+
+        with torch.device(device):
+            for index in needed:
+                call = self.calls[index]
+                args = substitute(call.args)
+                kwargs = substitute(call.kwargs)
+                with torch.set_grad_enabled(call.grad_enabled):
+                    result = call.func(*args, **kwargs)
+                for recorded, made in zip(call.outputs, _tensors(result), strict=False):
+                    if recorded.is_meta:
+                        real[id(recorded)] = made
+                for tensor in (*call.reads, *call.outputs):
+                    if last_use.get(id(tensor)) == index and id(tensor) not in keep:
+                        real.pop(id(tensor), None)
+        return real
+
+
+class _Unreplayable(Exception):
+    """A needed call reads a meta tensor that nothing recorded made (it came from outside the block)."""
+
+
+class _RecordingMode(TorchFunctionMode):
+    def __init__(self, recording: _Recording, default_device: torch.device) -> None:
+        super().__init__()
+        self.recording = recording
+        self.default_device = default_device
+
+    def __torch_function__(
+        self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        read = _meta_storages((args, kwargs)) if not _STATE.inside else frozenset()
+        _STATE.inside += 1
+        try:
+            result = func(*args, **kwargs)
+            if (
+                isinstance(result, torch.Tensor)
+                and result.is_meta
+                and result.numel() == 0
+                and "device" not in kwargs
+                and not any(True for _ in _tensors((args, kwargs)))
+            ):
+                # An empty factory result needs no memory: make it where a normal build would, so code probing the
+                # default device with torch.tensor([]) (transformers does, to skip initialising on meta) builds
+                # and initialises as usual, and the initialisation is recorded.
+                with contextlib.suppress(TypeError, RuntimeError):
+                    result = func(*args, **kwargs, device=self.default_device)
+        finally:
+            _STATE.inside -= 1
+        if not _STATE.inside:
+            self.recording.note(func, args, kwargs, result, read)
+        return result
+
+
+def _recording_parameter_new(
+    cls: type[nn.Parameter], data: torch.Tensor | None = None, requires_grad: bool = True
+) -> nn.Parameter:
+    read = _meta_storages(data)
+    parameter = _ORIGINAL_PARAMETER_NEW(cls, data, requires_grad)
+    if _STATE.recordings and not _STATE.inside and parameter.is_meta:
+        _STATE.recordings[-1].note(_make_parameter, (cls, data, requires_grad), {}, parameter, read)
+    return parameter
+
+
+def _init_functions() -> dict[str, Callable[..., Any]]:
+    """``torch.nn.init``'s in-place initialisers and their ``_no_grad_*`` helpers, by name.
+
+    Several are no-ops on ``meta`` (``trunc_normal_``, ``orthogonal_``, ``dirac_``, ``sparse_`` return at once) or
+    loop on values (``trunc_normal_`` resamples until every value is in range), so their inner torch calls cannot
+    stand for them: each is recorded as one call and replayed whole.
+    """
+    functions = {}
+    for name in dir(nn.init):
+        value = getattr(nn.init, name)
+        if name.endswith("_") and not name.endswith("__") and callable(value) and not isinstance(value, type):
+            functions[name] = value
+    return functions
+
+
+_INIT_FUNCTIONS = _init_functions()
+_INIT_FUNCTION_SET = frozenset(_INIT_FUNCTIONS.values())
+
+
+def _recorded_whole(original: Callable[..., Any]) -> Callable[..., Any]:
+    def initialiser(*args: Any, **kwargs: Any) -> Any:
+        if not _STATE.recordings or _STATE.inside:
+            return original(*args, **kwargs)
+        read = _meta_storages((args, kwargs))
+        _STATE.inside += 1
+        try:
+            result = original(*args, **kwargs)
+        finally:
+            _STATE.inside -= 1
+        _STATE.recordings[-1].note(original, args, kwargs, result, read)
+        return result
+
+    initialiser.__name__ = original.__name__
+    initialiser.__qualname__ = getattr(original, "__qualname__", original.__name__)
+    initialiser.__doc__ = original.__doc__
+    initialiser.__wrapped__ = original  # type: ignore[attr-defined]
+    return initialiser
+
+
+_RECORDING_INIT_FUNCTIONS = {name: _recorded_whole(function) for name, function in _INIT_FUNCTIONS.items()}
+
+
+@contextlib.contextmanager
+def _parameters_recorded() -> Iterator[None]:
+    """While any ``deferred_init`` block runs: ``Parameter`` creation and ``nn.init`` calls are recorded."""
+    global _PATCH_USERS
+    with _PATCH_LOCK:
+        if _PATCH_USERS == 0:
+            nn.Parameter.__new__ = _recording_parameter_new  # type: ignore[method-assign,assignment]
+            for name, function in _RECORDING_INIT_FUNCTIONS.items():
+                setattr(nn.init, name, function)
+        _PATCH_USERS += 1
+    try:
+        yield
+    finally:
+        with _PATCH_LOCK:
+            _PATCH_USERS -= 1
+            if _PATCH_USERS == 0:
+                nn.Parameter.__new__ = _ORIGINAL_PARAMETER_NEW  # type: ignore[method-assign]
+                for name, function in _INIT_FUNCTIONS.items():
+                    setattr(nn.init, name, function)
+
+
+@contextlib.contextmanager
+def deferred_init() -> Iterator[None]:
+    """Build modules without allocating or computing any weights; :func:`materialize` makes them real later.
+
+    Inside the block, torch factories without a ``device`` create ``meta`` tensors (as under
+    ``torch.device("meta")``: shapes and dtypes, no memory), and ferry records every torch call that creates or
+    changes one: parameters, buffers (non-persistent ones such as RoPE's ``inv_freq`` too), the ``nn.init``
+    calls of ``reset_parameters`` and of your own ``__init__``, ties. :func:`materialize` replays them on the
+    target device, so a model of any size is allocated once, where it will run. Tensors created with an explicit
+    real device (``device="cpu"``) are real as usual. Code that reads tensor values while building (``.item()``,
+    ``.tolist()``) fails as it does under ``torch.device("meta")``.
+
+    Mirrors ``torch.device("meta")`` plus ``torchdistx.deferred_init`` (unmaintained).
+
+    Example:
+        >>> import torch, ferry
+        >>> with ferry.deferred_init():
+        ...     model = torch.nn.Linear(4, 2)
+        >>> model.weight.device
+        device(type='meta')
+        >>> ferry.materialize(model, "cpu").weight.device
+        device(type='cpu')
+    """
+    recording = _Recording()
+    default_device = torch.get_default_device()
+    if default_device.type == "meta":
+        default_device = torch.device("cpu")
+    _STATE.recordings.append(recording)
+    try:
+        with _parameters_recorded(), torch.device("meta"), _RecordingMode(recording, default_device):
+            yield
+    finally:
+        _STATE.recordings.remove(recording)
+
+
+@dataclass
+class _Slot:
+    """Where a module keeps one tensor: ``owner._parameters[name]``, ``owner._buffers[name]`` or ``owner.name``."""
+
+    owner: nn.Module
+    table: str  # "_parameters", "_buffers" or "__dict__"
+    name: str
+    path: str
+    kind: str  # parameter, buffer, non-persistent buffer, tensor attribute
+    tensor: torch.Tensor
+
+    def install(self, tensor: torch.Tensor) -> None:
+        if self.table == "__dict__":
+            object.__setattr__(self.owner, self.name, tensor)
+        else:
+            getattr(self.owner, self.table)[self.name] = tensor
+
+
+def _slots(module: nn.Module) -> list[_Slot]:
+    slots = []
+    for prefix, owner in module.named_modules():
+        dotted = f"{prefix}." if prefix else ""
+        for name, parameter in owner._parameters.items():
+            if parameter is not None:
+                slots.append(_Slot(owner, "_parameters", name, dotted + name, "parameter", parameter))
+        for name, buffer in owner._buffers.items():
+            if buffer is not None:
+                kind = "non-persistent buffer" if name in owner._non_persistent_buffers_set else "buffer"
+                slots.append(_Slot(owner, "_buffers", name, dotted + name, kind, buffer))
+        for name, value in vars(owner).items():
+            if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter):
+                slots.append(_Slot(owner, "__dict__", name, dotted + name, "tensor attribute", value))
+    return slots
+
+
+def _like(old: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
+    """``data`` with ``old``'s dtype, tensor class and ``requires_grad`` (a Parameter stays a Parameter)."""
+    if data.dtype != old.dtype:
+        data = data.to(old.dtype)
+    if isinstance(old, nn.Parameter):
+        if type(data) is not type(old) or data.requires_grad != old.requires_grad:
+            data = type(old)(data.detach(), old.requires_grad)
+    elif data.requires_grad != old.requires_grad and data.is_leaf:
+        data.requires_grad_(old.requires_grad)
+    return data
+
+
+def _zero_size(tensor: torch.Tensor) -> bool:
+    return tensor.numel() == 0
+
+
+class _WriteWatch(TorchFunctionMode):
+    """Notes the storages that torch calls write in place (``nn.init.*_``, ``t.normal_()``, ``t[...] = v``...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: set[int] = set()
+
+    def __torch_function__(
+        self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        targets = _written(func, args, kwargs)
+        if getattr(func, "__name__", "") == "numpy":  # writes through NumPy are invisible: count the view as one
+            targets.extend(_tensors(args[:1]))
+        result = func(*args, **kwargs)
+        for tensor in targets:
+            if not tensor.is_meta:
+                self.written.add(tensor.untyped_storage().data_ptr())
+        return result
+
+
+def _reset(owner: nn.Module) -> bool:
+    for name in ("reset_parameters", "_reset_parameters"):
+        method = getattr(owner, name, None)
+        if callable(method):
+            method()
+            return True
+    return False
+
+
+def materialize(
+    module: nn.Module, device: DeviceLike, *, init: Callable[[nn.Module], object] | None = None
+) -> nn.Module:
+    """Give every ``meta`` tensor of ``module`` memory on ``device``, initialised, and return ``module``.
+
+    Tensors built under :func:`deferred_init` are made by replaying how they were made, on ``device``: with the
+    same seed the result equals the model built normally there (bit for bit on the CPU; on CUDA up to the RNG
+    differences PyTorch documents), non-persistent buffers (RoPE's ``inv_freq``), custom modules without
+    ``reset_parameters`` and tied weights (still tied afterwards) included. A dtype change made on ``meta``
+    (``model.half()``) is applied after the replay. Other ``meta`` tensors (a model built under a plain
+    ``torch.device("meta")``) get memory as ``Module.to_empty(device=...)`` gives, then each module owning one is
+    reset with its ``reset_parameters()`` (or ``_reset_parameters()``, as ``nn.MultiheadAttention`` has). Tensors
+    already real are moved to ``device`` as ``Module.to`` would. Then ``init(module)``, if given, runs (under
+    ``torch.device(device)`` and with autograd on, as in a normal build); use it for your own initialisation scheme
+    or to fill what nothing else does. Parameters, buffers and plain tensor attributes are all covered; shared
+    tensors stay shared. Each tensor is allocated once; replay intermediates are freed after their last use.
+
+    Args:
+        module: The module; changed in place.
+        device: Where its tensors go: ``"cuda:0"``, ``"cpu"``, an int or a ``torch.device``.
+        init: Called as ``init(module)`` after everything else.
+
+    Returns:
+        ``module``, with no ``meta`` tensor left.
+
+    Raises:
+        InitializationError: Some tensors would hold uninitialised memory: built on ``meta`` without
+            ``deferred_init``, not written by ``reset_parameters()`` nor ``init``. Names them all (``names``,
+            ``kinds``); the module is left with memory for them, to be filled and checked again.
+        DeviceError: ``device`` is not available on this machine.
+        ArgumentError: ``module`` is not an ``nn.Module``, or ``device`` is ``meta``.
+    """
+    if not isinstance(module, nn.Module):
+        raise ArgumentError(
+            f"materialize() needs an nn.Module first, got {type(module).__name__}. Call it as "
+            "ferry.materialize(model, device)."
+        )
+    target = resolve_device(device)
+    if target.type == "meta":
+        raise ArgumentError(
+            "materialize(module, 'meta') would leave the module without memory. Name the device its tensors "
+            "should live on: ferry.materialize(model, 'cuda') or ferry.materialize(model, 'cpu')."
+        )
+    slots = _slots(module)
+    unique: dict[int, torch.Tensor] = {}
+    for slot in slots:
+        unique.setdefault(id(slot.tensor), slot.tensor)
+    made: dict[int, torch.Tensor] = {}
+    recorded: dict[int, tuple[_Recording, list[torch.Tensor]]] = {}
+    for tensor in unique.values():
+        recording = getattr(tensor, _TAG, None) if tensor.is_meta else None
+        if isinstance(recording, _Recording):
+            recorded.setdefault(id(recording), (recording, []))[1].append(tensor)
+    for recording, targets in recorded.values():
+        try:
+            real = recording.replay(targets, target)
+        except _Unreplayable:
+            real = {}
+            for tensor in targets:  # one by one: only those that depend on outside tensors stay unmade
+                with contextlib.suppress(_Unreplayable):
+                    real.update(recording.replay([tensor], target))
+        for tensor in targets:
+            replayed = real.get(id(tensor))
+            if _storage_key(tensor) in recording.unwritten:
+                continue  # made by torch.empty and never written: reset_parameters()/init must fill it
+            if replayed is not None and replayed.shape == tensor.shape:
+                made[id(tensor)] = _like(tensor, replayed)
+    fresh: set[int] = set()  # storages allocated uninitialised
+    for key, tensor in unique.items():
+        if key in made:
+            continue
+        if tensor.is_meta:
+            data = torch.empty_like(tensor, device=target)
+            if not _zero_size(data):
+                fresh.add(data.untyped_storage().data_ptr())
+        else:
+            data = tensor.detach().to(target) if tensor.device != target else tensor
+        made[key] = _like(tensor, data) if data is not tensor else tensor
+    for slot in slots:
+        slot.install(made[id(slot.tensor)])
+
+    watch = _WriteWatch()
+    if fresh:
+        owners: dict[int, nn.Module] = {}
+        for slot in slots:
+            new = made[id(slot.tensor)]
+            if slot.table != "__dict__" and not _zero_size(new) and new.untyped_storage().data_ptr() in fresh:
+                owners.setdefault(id(slot.owner), slot.owner)
+        with torch.device(target), watch:
+            for owner in owners.values():
+                _reset(owner)
+    if init is not None:
+        with torch.device(target), watch:
+            init(module)
+    _check_initialised(module, fresh - watch.written)
+    return module
+
+
+def _check_initialised(module: nn.Module, unwritten: set[int]) -> None:
+    names: list[str] = []
+    kinds: list[str] = []
+    seen: set[int] = set()
+    for slot in _slots(module):
+        tensor = slot.tensor
+        if tensor.is_meta:
+            bad = True
+        elif _zero_size(tensor) or tensor.device.type == "meta":
+            bad = False
+        else:
+            bad = tensor.untyped_storage().data_ptr() in unwritten
+        if bad and id(tensor) not in seen:
+            seen.add(id(tensor))
+            names.append(slot.path or slot.name)
+            kinds.append(slot.kind)
+    if not names:
+        return
+    listed = ", ".join(f"{name} ({kind})" for name, kind in zip(names, kinds, strict=True))
+    raise InitializationError(
+        f"materialize() would leave {len(names)} tensor(s) of {type(module).__name__} uninitialised (whatever the "
+        f"memory held): {listed}. They were created on meta outside ferry.deferred_init(), and neither a "
+        "reset_parameters() of their module nor init= wrote them. Build the model under "
+        "`with ferry.deferred_init(): model = ...` so ferry replays how each tensor was made (non-persistent "
+        "buffers such as inv_freq included), or pass init=, a function that fills them: "
+        "ferry.materialize(model, device, init=my_init).",
+        names=names,
+        kinds=kinds,
+    )

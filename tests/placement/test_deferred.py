@@ -1,0 +1,403 @@
+"""ferry.deferred_init and ferry.materialize: built on meta, made real once, equal to a normal build."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import ferry
+from ferry.errors import ArgumentError, DeviceError, FerryError, InitializationError
+
+#: constructor arguments of every torch.nn module type that needs some (the ones without are built bare)
+ARGS: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
+    "AdaptiveLogSoftmaxWithLoss": ((16, 20, [5, 10]), {}),
+    "BatchNorm1d": ((4,), {}),
+    "BatchNorm2d": ((4,), {}),
+    "BatchNorm3d": ((4,), {}),
+    "Bilinear": ((3, 4, 5), {}),
+    "Conv1d": ((2, 4, 3), {}),
+    "Conv2d": ((2, 4, 3), {}),
+    "Conv3d": ((2, 4, 3), {}),
+    "ConvTranspose1d": ((2, 4, 3), {}),
+    "ConvTranspose2d": ((2, 4, 3), {}),
+    "ConvTranspose3d": ((2, 4, 3), {}),
+    "Embedding": ((10, 4), {"padding_idx": 1}),
+    "EmbeddingBag": ((10, 4), {}),
+    "GRU": ((4, 6), {"num_layers": 2, "bidirectional": True}),
+    "GRUCell": ((4, 6), {}),
+    "GroupNorm": ((2, 4), {}),
+    "InstanceNorm1d": ((4,), {"affine": True, "track_running_stats": True}),
+    "InstanceNorm2d": ((4,), {"affine": True, "track_running_stats": True}),
+    "InstanceNorm3d": ((4,), {"affine": True, "track_running_stats": True}),
+    "LSTM": ((4, 6), {"proj_size": 3}),
+    "LSTMCell": ((4, 6), {}),
+    "LayerNorm": ((4,), {}),
+    "Linear": ((4, 3), {}),
+    "LinearCrossEntropyLoss": ((4, 7), {"bias": True}),
+    "MultiheadAttention": ((8, 2), {"kdim": 5, "vdim": 6}),
+    "PReLU": ((3,), {}),
+    "RMSNorm": ((4,), {}),
+    "RNN": ((4, 6), {}),
+    "RNNCell": ((4, 6), {}),
+    "SyncBatchNorm": ((4,), {}),
+    "Transformer": ((), {"d_model": 8, "nhead": 2, "num_encoder_layers": 1, "num_decoder_layers": 1}),
+    "TransformerDecoderLayer": ((8, 2), {"dim_feedforward": 16}),
+    "TransformerEncoderLayer": ((8, 2), {"dim_feedforward": 16}),
+    "CrossEntropyLoss": ((), {"weight": None}),
+}
+
+#: torch.nn types with parameters or buffers that are not modules one builds on meta
+NOT_BUILT = {
+    # lazy modules have no shapes until their first forward: nothing to allocate before it
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
+    "LazyLinear",
+    # containers of other modules, abstract bases and wrappers: covered through what they hold
+    "RNNBase",
+    "RNNCellBase",
+    "DataParallel",
+    "TransformerDecoder",
+    "TransformerEncoder",
+}
+
+
+def _module_types() -> list[str]:
+    names = []
+    for name in sorted(dir(nn)):
+        value = getattr(nn, name)
+        if isinstance(value, type) and issubclass(value, nn.Module) and value is not nn.Module:
+            names.append(name)
+    return names
+
+
+def _build(name: str) -> nn.Module | None:
+    args, kwargs = ARGS.get(name, ((), {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return getattr(nn, name)(*args, **kwargs)  # type: ignore[no-any-return]
+        except TypeError:
+            return None
+
+
+def _tensors(module: nn.Module) -> dict[str, torch.Tensor]:
+    found = dict(module.named_parameters(remove_duplicate=False))
+    found.update(module.named_buffers(remove_duplicate=False))
+    return found
+
+
+def _assert_equal(built: nn.Module, made: nn.Module) -> None:
+    expected, got = _tensors(built), _tensors(made)
+    assert expected.keys() == got.keys()
+    for name, tensor in expected.items():
+        assert got[name].device == tensor.device, name
+        assert got[name].dtype == tensor.dtype, name
+        assert type(got[name]) is type(tensor), name
+        assert got[name].requires_grad == tensor.requires_grad, name
+        assert torch.equal(got[name], tensor), name
+
+
+def _deferred(build: Callable[[], nn.Module], seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    with ferry.deferred_init():
+        module = build()
+    return module
+
+
+def _normal(build: Callable[[], nn.Module], seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
+    return build()
+
+
+#: torch.nn types whose constructor needs arguments that only shape their computation (no parameters, buffers)
+NO_TENSORS = {
+    "ChannelShuffle",
+    "CrossMapLRN2d",
+    "Fold",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
+    "LocalResponseNorm",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "Threshold",
+    "Unflatten",
+    "Unfold",
+}
+
+
+def _shape_only(name: str) -> bool:
+    return name in NO_TENSORS or name.endswith(("Pool1d", "Pool2d", "Pool3d", "Pad1d", "Pad2d", "Pad3d"))
+
+
+def test_every_torch_nn_module_type_is_built_by_the_table_or_holds_no_tensors() -> None:
+    unbuilt = [name for name in _module_types() if name not in NOT_BUILT and _build(name) is None]
+    assert [name for name in unbuilt if not _shape_only(name)] == []
+
+
+def _holds_tensors(name: str) -> bool:
+    module = _build(name)
+    return module is not None and bool(_tensors(module))
+
+
+WITH_TENSORS = [name for name in _module_types() if name not in NOT_BUILT and _holds_tensors(name)]
+
+
+def test_the_module_types_with_tensors_are_the_ones_expected() -> None:
+    assert {"Linear", "Embedding", "MultiheadAttention", "LSTM", "Transformer", "BatchNorm2d", "RMSNorm"} <= set(
+        WITH_TENSORS
+    )
+    assert len(WITH_TENSORS) >= 30
+
+
+@pytest.mark.parametrize("name", WITH_TENSORS)
+def test_each_torch_nn_module_type_materialises_equal_to_a_normal_build(name: str) -> None:
+    built = _normal(lambda: _build(name))  # type: ignore[arg-type,return-value]
+    made = _deferred(lambda: _build(name))  # type: ignore[arg-type,return-value]
+    assert all(t.is_meta for t in _tensors(made).values())
+    assert ferry.materialize(made, "cpu") is made
+    _assert_equal(built, made)
+
+
+class Rope(nn.Module):
+    """A rotary embedding whose tables are non-persistent buffers computed in __init__ (not in any state_dict)."""
+
+    def __init__(self, dim: int = 8, base: float = 10000.0, length: int = 16) -> None:
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        positions = torch.arange(length, dtype=inv_freq.dtype)
+        freqs = torch.outer(positions, inv_freq)
+        table = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_cached", table.cos(), persistent=False)
+        self.register_buffer("sin_cached", table.sin(), persistent=False)
+
+
+class NoReset(nn.Module):
+    """A custom module with its own initialisation and no reset_parameters."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(6, 4) / math.sqrt(4))
+        self.gate = nn.Parameter(torch.zeros(6))
+        self.scale = torch.full((4,), 0.5)  # a plain tensor attribute, not a buffer
+        with torch.no_grad():
+            self.weight[0].fill_(1.0)
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab: int = 20, width: int = 8) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.rope = Rope(width)
+        self.block = nn.TransformerEncoderLayer(width, 2, 16, dropout=0.0, batch_first=True)
+        self.extra = NoReset()
+        self.head = nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.embed.weight  # tied
+        nn.init.trunc_normal_(self.embed.weight, std=0.02)  # no-op on meta in torch: must be replayed whole
+        nn.init.orthogonal_(self.block.linear1.weight)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        hidden = self.embed(ids) * self.rope.cos_cached[: ids.shape[1]]
+        return self.head(self.block(hidden))  # type: ignore[no-any-return]
+
+
+def test_a_model_with_rope_custom_init_and_ties_equals_a_normal_build_bit_for_bit() -> None:
+    built = _normal(TinyLM)
+    made = _deferred(TinyLM)
+    assert made.rope.inv_freq.is_meta
+    assert made.extra.scale.is_meta
+    ferry.materialize(made, "cpu")
+    _assert_equal(built, made)
+    assert torch.equal(made.extra.scale, built.extra.scale)
+    assert made.head.weight is made.embed.weight
+    ids = torch.randint(0, 20, (2, 5))
+    built.eval(), made.eval()
+    assert torch.equal(built(ids), made(ids))
+
+
+def test_the_random_number_stream_after_materialize_is_where_a_normal_build_leaves_it() -> None:
+    _normal(TinyLM)
+    after_build = torch.get_rng_state()
+    made = _deferred(TinyLM)
+    ferry.materialize(made, "cpu")
+    assert torch.equal(torch.get_rng_state(), after_build)
+
+
+def test_two_models_of_one_block_materialised_in_build_order_equal_their_normal_builds() -> None:
+    torch.manual_seed(3)
+    first, second = nn.Linear(4, 4), TinyLM()
+    torch.manual_seed(3)
+    with ferry.deferred_init():
+        made_first, made_second = nn.Linear(4, 4), TinyLM()
+    ferry.materialize(made_first, "cpu")
+    ferry.materialize(made_second, "cpu")
+    _assert_equal(first, made_first)
+    _assert_equal(second, made_second)
+
+
+def test_a_dtype_change_in_the_block_is_replayed_and_one_after_it_is_kept_for_parameters() -> None:
+    built = _normal(lambda: TinyLM().to(torch.bfloat16))
+    torch.manual_seed(0)
+    with ferry.deferred_init():
+        made = TinyLM().to(torch.bfloat16)
+    ferry.materialize(made, "cpu")
+    _assert_equal(built, made)
+    linear = _normal(lambda: nn.Linear(4, 4)).half()
+    later = _deferred(lambda: nn.Linear(4, 4)).half()  # Module._apply keeps each Parameter object: still recorded
+    _assert_equal(linear, ferry.materialize(later, "cpu"))
+
+
+def test_a_buffer_converted_after_the_block_is_a_new_tensor_nothing_recorded_and_is_named() -> None:
+    made = _deferred(lambda: Rope(8)).to(torch.float64)  # Module._apply replaces buffers with new meta tensors
+    with pytest.raises(InitializationError) as caught:
+        ferry.materialize(made, "cpu")
+    assert caught.value.names == ["inv_freq", "cos_cached", "sin_cached"]
+
+
+def test_a_weight_replaced_after_the_block_is_made_by_reset_parameters() -> None:
+    made = _deferred(TinyLM)
+    with torch.device("meta"):
+        made.extra2 = nn.Linear(8, 8)  # built on meta outside the block: nothing recorded
+    ferry.materialize(made, "cpu")
+    assert not made.extra2.weight.is_meta
+    assert made.extra2.weight.abs().max() <= 1 / math.sqrt(8)  # kaiming_uniform_'s bound: reset_parameters ran
+
+
+def test_a_plain_meta_model_is_reset_and_the_tensors_nothing_writes_are_named() -> None:
+    with torch.device("meta"):
+        model = TinyLM()
+    with pytest.raises(InitializationError) as caught:
+        ferry.materialize(model, "cpu")
+    error = caught.value
+    assert isinstance(error, FerryError)
+    assert error.names == [
+        "rope.inv_freq",
+        "rope.cos_cached",
+        "rope.sin_cached",
+        "extra.weight",
+        "extra.gate",
+        "extra.scale",
+    ]
+    assert error.kinds == ["non-persistent buffer"] * 3 + ["parameter", "parameter", "tensor attribute"]
+    assert "ferry.deferred_init()" in str(error)
+    assert "init=" in str(error)
+    assert not model.embed.weight.is_meta  # the module got memory; reset_parameters filled what it could
+
+
+def test_init_fills_what_reset_parameters_does_not() -> None:
+    with torch.device("meta"):
+        model = TinyLM()
+
+    def init(module: nn.Module) -> None:
+        rope = Rope(8)  # built for real under materialize's torch.device("cpu")
+        module.rope.inv_freq.copy_(rope.inv_freq)
+        module.rope.cos_cached.copy_(rope.cos_cached)
+        module.rope.sin_cached.copy_(rope.sin_cached)
+        with torch.no_grad():
+            nn.init.normal_(module.extra.weight)
+            module.extra.gate.zero_()
+        module.extra.scale = torch.ones(4)
+
+    ferry.materialize(model, "cpu", init=init)
+    assert torch.equal(model.rope.inv_freq, Rope(8).inv_freq)
+    assert model.extra.scale.device.type == "cpu"
+
+
+def test_a_partial_write_of_a_tensor_by_init_counts_as_written() -> None:
+    with torch.device("meta"):
+        model = NoReset()
+
+    def init(module: nn.Module) -> None:
+        with torch.no_grad():
+            module.weight.data.normal_()
+            module.gate[:] = 1.0
+        module.scale = torch.zeros(4)
+
+    ferry.materialize(model, "cpu", init=init)
+    assert torch.equal(model.gate, torch.ones(6))
+
+
+def test_a_tensor_made_by_torch_empty_in_the_block_and_never_written_is_not_taken_as_initialised() -> None:
+    class Lazy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.empty(3, 3))  # the author forgot to initialise it
+
+    with ferry.deferred_init():
+        model = Lazy()
+    with pytest.raises(InitializationError, match="weight"):
+        ferry.materialize(model, "cpu")
+
+
+def test_real_tensors_are_moved_and_meta_as_a_target_or_a_non_module_is_refused() -> None:
+    model = nn.Linear(2, 2)
+    assert ferry.materialize(model, "cpu").weight.device.type == "cpu"
+    with pytest.raises(ArgumentError, match="materialize\\(model, 'cuda'\\)"):
+        ferry.materialize(model, "meta")
+    with pytest.raises(ArgumentError, match=r"needs an nn\.Module"):
+        ferry.materialize(torch.zeros(2), "cpu")  # type: ignore[arg-type]
+    with pytest.raises(DeviceError):
+        ferry.materialize(model, "cuda:7" if not torch.cuda.is_available() else "cuda:99")
+
+
+def test_the_block_leaves_torch_as_it_found_it() -> None:
+    init_normal = nn.init.normal_
+    parameter_new = nn.Parameter.__new__
+    with pytest.raises(RuntimeError, match="boom"), ferry.deferred_init():
+        raise RuntimeError("boom")
+    assert nn.init.normal_ is init_normal
+    assert nn.Parameter.__new__ is parameter_new
+    assert torch.empty(1).device.type == "cpu"
+    assert torch.get_default_device().type == "cpu"
+
+
+def test_an_empty_tensor_made_in_the_block_probes_the_default_device() -> None:
+    with ferry.deferred_init():
+        probe = torch.tensor([])
+        weight = torch.zeros(3)
+    assert probe.device.type == "cpu"
+    assert weight.is_meta
+
+
+def test_a_transformers_model_from_a_config_equals_a_normal_build() -> None:
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=64,
+        max_position_embeddings=32,
+        tie_word_embeddings=True,
+    )
+    built = _normal(lambda: transformers.LlamaForCausalLM(config))
+    made = _deferred(lambda: transformers.LlamaForCausalLM(config))
+    rotary = made.model.rotary_emb
+    assert rotary.inv_freq.is_meta
+    ferry.materialize(made, "cpu")
+    _assert_equal(built, made)
+    assert torch.equal(made.model.rotary_emb.inv_freq, built.model.rotary_emb.inv_freq)
+    assert made.lm_head.weight is made.model.embed_tokens.weight
+    ids = torch.randint(0, 64, (1, 6))
+    built.eval(), made.eval()
+    assert torch.equal(built(ids).logits, made(ids).logits)
