@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 import ferry
+from _deferred_models import NoReset, Rope, TinyLM, assert_equal, tensors_of
 from ferry.errors import ArgumentError, DeviceError, FerryError, InitializationError
 
 #: constructor arguments of every torch.nn module type that needs some (the ones without are built bare)
@@ -96,23 +97,6 @@ def _build(name: str) -> nn.Module | None:
             return None
 
 
-def _tensors(module: nn.Module) -> dict[str, torch.Tensor]:
-    found = dict(module.named_parameters(remove_duplicate=False))
-    found.update(module.named_buffers(remove_duplicate=False))
-    return found
-
-
-def _assert_equal(built: nn.Module, made: nn.Module) -> None:
-    expected, got = _tensors(built), _tensors(made)
-    assert expected.keys() == got.keys()
-    for name, tensor in expected.items():
-        assert got[name].device == tensor.device, name
-        assert got[name].dtype == tensor.dtype, name
-        assert type(got[name]) is type(tensor), name
-        assert got[name].requires_grad == tensor.requires_grad, name
-        assert torch.equal(got[name], tensor), name
-
-
 def _deferred(build: Callable[[], nn.Module], seed: int = 0) -> nn.Module:
     torch.manual_seed(seed)
     with ferry.deferred_init():
@@ -148,17 +132,17 @@ def _shape_only(name: str) -> bool:
     return name in NO_TENSORS or name.endswith(("Pool1d", "Pool2d", "Pool3d", "Pad1d", "Pad2d", "Pad3d"))
 
 
-def test_every_torch_nn_module_type_is_built_by_the_table_or_holds_no_tensors() -> None:
+def test_every_torch_nn_module_type_is_built_by_the_table_or_holds_notensors_of() -> None:
     unbuilt = [name for name in _module_types() if name not in NOT_BUILT and _build(name) is None]
     assert [name for name in unbuilt if not _shape_only(name)] == []
 
 
-def _holds_tensors(name: str) -> bool:
+def _holdstensors_of(name: str) -> bool:
     module = _build(name)
-    return module is not None and bool(_tensors(module))
+    return module is not None and bool(tensors_of(module))
 
 
-WITH_TENSORS = [name for name in _module_types() if name not in NOT_BUILT and _holds_tensors(name)]
+WITH_TENSORS = [name for name in _module_types() if name not in NOT_BUILT and _holdstensors_of(name)]
 
 
 def test_the_module_types_with_tensors_are_the_ones_expected() -> None:
@@ -172,52 +156,9 @@ def test_the_module_types_with_tensors_are_the_ones_expected() -> None:
 def test_each_torch_nn_module_type_materialises_equal_to_a_normal_build(name: str) -> None:
     built = _normal(lambda: _build(name))  # type: ignore[arg-type,return-value]
     made = _deferred(lambda: _build(name))  # type: ignore[arg-type,return-value]
-    assert all(t.is_meta for t in _tensors(made).values())
+    assert all(t.is_meta for t in tensors_of(made).values())
     assert ferry.materialize(made, "cpu") is made
-    _assert_equal(built, made)
-
-
-class Rope(nn.Module):
-    """A rotary embedding whose tables are non-persistent buffers computed in __init__ (not in any state_dict)."""
-
-    def __init__(self, dim: int = 8, base: float = 10000.0, length: int = 16) -> None:
-        super().__init__()
-        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
-        positions = torch.arange(length, dtype=inv_freq.dtype)
-        freqs = torch.outer(positions, inv_freq)
-        table = torch.cat((freqs, freqs), dim=-1)
-        self.register_buffer("cos_cached", table.cos(), persistent=False)
-        self.register_buffer("sin_cached", table.sin(), persistent=False)
-
-
-class NoReset(nn.Module):
-    """A custom module with its own initialisation and no reset_parameters."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.randn(6, 4) / math.sqrt(4))
-        self.gate = nn.Parameter(torch.zeros(6))
-        self.scale = torch.full((4,), 0.5)  # a plain tensor attribute, not a buffer
-        with torch.no_grad():
-            self.weight[0].fill_(1.0)
-
-
-class TinyLM(nn.Module):
-    def __init__(self, vocab: int = 20, width: int = 8) -> None:
-        super().__init__()
-        self.embed = nn.Embedding(vocab, width)
-        self.rope = Rope(width)
-        self.block = nn.TransformerEncoderLayer(width, 2, 16, dropout=0.0, batch_first=True)
-        self.extra = NoReset()
-        self.head = nn.Linear(width, vocab, bias=False)
-        self.head.weight = self.embed.weight  # tied
-        nn.init.trunc_normal_(self.embed.weight, std=0.02)  # no-op on meta in torch: must be replayed whole
-        nn.init.orthogonal_(self.block.linear1.weight)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        hidden = self.embed(ids) * self.rope.cos_cached[: ids.shape[1]]
-        return self.head(self.block(hidden))  # type: ignore[no-any-return]
+    assert_equal(built, made)
 
 
 def test_a_model_with_rope_custom_init_and_ties_equals_a_normal_build_bit_for_bit() -> None:
@@ -226,7 +167,7 @@ def test_a_model_with_rope_custom_init_and_ties_equals_a_normal_build_bit_for_bi
     assert made.rope.inv_freq.is_meta
     assert made.extra.scale.is_meta
     ferry.materialize(made, "cpu")
-    _assert_equal(built, made)
+    assert_equal(built, made)
     assert torch.equal(made.extra.scale, built.extra.scale)
     assert made.head.weight is made.embed.weight
     ids = torch.randint(0, 20, (2, 5))
@@ -250,8 +191,8 @@ def test_two_models_of_one_block_materialised_in_build_order_equal_their_normal_
         made_first, made_second = nn.Linear(4, 4), TinyLM()
     ferry.materialize(made_first, "cpu")
     ferry.materialize(made_second, "cpu")
-    _assert_equal(first, made_first)
-    _assert_equal(second, made_second)
+    assert_equal(first, made_first)
+    assert_equal(second, made_second)
 
 
 def test_a_dtype_change_in_the_block_is_replayed_and_one_after_it_is_kept_for_parameters() -> None:
@@ -260,10 +201,10 @@ def test_a_dtype_change_in_the_block_is_replayed_and_one_after_it_is_kept_for_pa
     with ferry.deferred_init():
         made = TinyLM().to(torch.bfloat16)
     ferry.materialize(made, "cpu")
-    _assert_equal(built, made)
+    assert_equal(built, made)
     linear = _normal(lambda: nn.Linear(4, 4)).half()
     later = _deferred(lambda: nn.Linear(4, 4)).half()  # Module._apply keeps each Parameter object: still recorded
-    _assert_equal(linear, ferry.materialize(later, "cpu"))
+    assert_equal(linear, ferry.materialize(later, "cpu"))
 
 
 def test_a_buffer_converted_after_the_block_is_a_new_tensor_nothing_recorded_and_is_named() -> None:
@@ -395,7 +336,7 @@ def test_a_transformers_model_from_a_config_equals_a_normal_build() -> None:
     rotary = made.model.rotary_emb
     assert rotary.inv_freq.is_meta
     ferry.materialize(made, "cpu")
-    _assert_equal(built, made)
+    assert_equal(built, made)
     assert torch.equal(made.model.rotary_emb.inv_freq, built.model.rotary_emb.inv_freq)
     assert made.lm_head.weight is made.model.embed_tokens.weight
     ids = torch.randint(0, 64, (1, 6))

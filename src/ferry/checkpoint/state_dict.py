@@ -13,7 +13,8 @@ import os
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple, cast
 
 import torch
 from torch import nn
@@ -23,7 +24,9 @@ from torch.nn.parameter import is_lazy
 from ferry._remote import is_url
 from ferry._remote_path import RemotePath
 from ferry.checkpoint.folder import STATE_FILE, has_shards
+from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, CheckpointError, StateDictMismatchError
+from ferry.placement.deferred import fill
 
 __all__ = ["LoadReport", "ShapeMismatch", "load_state_dict"]
 
@@ -125,6 +128,7 @@ def load_state_dict(
     source: str | os.PathLike[str] | Mapping[str, Any],
     *,
     strict: bool = True,
+    device: DeviceLike | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> LoadReport:
     """Load ``source`` into ``module``, adding or stripping wrapper prefixes, and report everything that did not fit.
@@ -157,6 +161,17 @@ def load_state_dict(
         strict: Mirrors ``Module.load_state_dict``: when true, any missing, unexpected or mis-shaped key raises
             and nothing is loaded. When false, every key that matches with the same shape is loaded and the rest
             is listed in the returned report; mis-shaped keys are skipped.
+        device: Where the module's tensors end up (``"cuda:0"``, ``"cpu"``...). A parameter or buffer on
+            ``meta`` (a model built under :func:`ferry.deferred_init` or ``torch.device("meta")``) is then read
+            from a ferry or safetensors file straight into new memory on ``device``: no copy of the model in host
+            memory on the way (an accelerator is filled through one reused pinned buffer of 64 MiB), every
+            checksum verified as it is read, shared (tied) tensors read once and still shared. What the file does
+            not hold (non-persistent buffers such as RoPE's ``inv_freq``, keys missing with ``strict=False``) is
+            made as :func:`ferry.materialize` makes it; tensors already real are moved to ``device``. A
+            ``torch.save`` file or a mapping is copied tensor by tensor the same way. Custom
+            ``_load_from_state_dict`` hooks do not run with ``device`` (values are placed, not handed to
+            ``Module.load_state_dict``). ``None`` (the default): every value lands on its parameter's device, as
+            described above.
         storage_options: For a ``source`` that is a URL of object storage (``s3://bucket/run/model.safetensors``):
             passed to its fsspec file system, as for :func:`ferry.load`.
 
@@ -170,6 +185,9 @@ def load_state_dict(
             such as ``{"model": ..., "optimizer": ...}``: the message names the entry to pass), or it holds
             ``meta`` tensors (no values) for parameters that have storage; also whatever :func:`ferry.load`
             raises for a path.
+        InitializationError: with ``device``, a tensor neither the file, nor a recorded construction, nor
+            ``reset_parameters()`` fills (see :func:`ferry.materialize`).
+        DeviceError: ``device`` is not available on this machine.
         TypeError: ``module`` is not an ``nn.Module``.
 
     Example:
@@ -187,14 +205,26 @@ def load_state_dict(
         )
     path = None
     owned = False
+    target_device = None if device is None else resolve_device(device)
+    lazy: _LazyFile | None = None
     if isinstance(source, (str, os.PathLike)):
         from ferry.checkpoint.file.api import load  # lazy: keeps `import ferry` light and avoids an import cycle
 
         path = os.fspath(source)
-        extra: dict[str, Any] = {} if storage_options is None else {"storage_options": storage_options}
-        source = load(_state_file(path, storage_options), device="cpu", **extra)
-        owned = True
+        if target_device is not None and not is_url(path):
+            lazy = _lazy_file(_state_file(path))
+        if lazy is not None:
+            source = cast(Mapping[str, Any], lazy.obj)
+        else:
+            extra: dict[str, Any] = {} if storage_options is None else {"storage_options": storage_options}
+            source = load(_state_file(path, storage_options), device="cpu", **extra)
+            owned = True
     values = _check_source(_module_entry(source, path), path)
+    if lazy is not None and not lazy.covers(values):
+        from ferry.checkpoint.file.api import load
+
+        values = _check_source(_module_entry(load(lazy.file, device="cpu"), path), path)
+        lazy, owned = None, True
     targets = module.state_dict(keep_vars=True)
     pairs = _match(targets, values)
     metadata = _rename_metadata(getattr(values, "_metadata", None), module)
@@ -208,7 +238,8 @@ def load_state_dict(
             mismatched.append(ShapeMismatch(key, tuple(target.shape), tuple(value.shape)))
         else:
             loadable[key] = source_key
-    _check_no_meta_values(targets, values, loadable, path)
+    if lazy is None:
+        _check_no_meta_values(targets, values, loadable, path)
 
     filled = [key for key in targets if key not in pairs and _filled_by_batchnorm(module, key, metadata)]
     used = set(pairs.values())
@@ -225,6 +256,13 @@ def load_state_dict(
             _mismatch_message(module, report, values, path, "nothing was loaded"), report=report
         )
 
+    if target_device is not None:
+        if lazy is not None:
+            given = lazy.read(targets, values, loadable, target_device)
+        else:
+            given = _place_values(targets, values, loadable, target_device)
+        fill(module, target_device, init=None, given=given, redraw=False, call="load_state_dict(..., device=...)")
+        return report
     taken = _load(module, targets, values, loadable, filled, metadata, owned=owned)
     # The module's own load hooks have the last word: keys they did not take are reported too.
     dropped = [key for key in loadable if key in taken.missing_keys or key in taken.unexpected_keys]
@@ -244,6 +282,114 @@ def load_state_dict(
             )
             raise StateDictMismatchError(message, report=report)
     return report
+
+
+class _LazyFile:
+    """A ferry or safetensors file seen through its header: its object with ``meta`` tensors, read on demand."""
+
+    def __init__(self, file: str, header: Any, obj: object, metas: Mapping[str, torch.Tensor]) -> None:
+        self.file = file
+        self.header = header
+        self.obj = obj
+        index = {entry.name: number for number, entry in enumerate(header.entries)}
+        #: storage of each placeholder -> (entry index, the placeholder)
+        self.entries = {_storage(tensor): (index[name], tensor) for name, tensor in metas.items()}
+
+    def entry_of(self, value: torch.Tensor) -> int | None:
+        """The entry ``value`` is, whole (not a view into part of it), or None."""
+        found = self.entries.get(_storage(value)) if value.is_meta else None
+        if found is None:
+            return None
+        number, whole = found
+        exact = value.shape == whole.shape and value.stride() == whole.stride() and value.storage_offset() == 0
+        return number if exact and value.dtype == whole.dtype else None
+
+    def covers(self, values: Mapping[str, Any]) -> bool:
+        """Every tensor of ``values`` is one whole entry of the file (false for views saved into a tensor)."""
+        return all(self.entry_of(value) is not None for value in values.values() if isinstance(value, torch.Tensor))
+
+    def read(
+        self,
+        targets: Mapping[str, Any],
+        values: Mapping[str, Any],
+        loadable: Mapping[str, str],
+        device: torch.device,
+    ) -> dict[int, torch.Tensor]:
+        """Read every loadable value into its module tensor's new memory on ``device``: ``id(target) -> tensor``.
+
+        A real target already on ``device`` with the right dtype is read into in place (and not returned).
+        """
+        from ferry.checkpoint.file.api import open_file
+        from ferry.checkpoint.file.reader import read_into
+
+        given: dict[int, torch.Tensor] = {}
+        pairs: list[tuple[int, torch.Tensor]] = []
+        for key, source_key in loadable.items():
+            target, value = targets[key], values[source_key]
+            if not isinstance(target, torch.Tensor) or id(target) in given:
+                continue  # a tied tensor is read once
+            number = self.entry_of(value)
+            assert number is not None  # covers() held
+            if target.is_meta or target.device != device:
+                destination = torch.empty(target.shape, dtype=target.dtype, device=device)
+                given[id(target)] = destination
+            else:
+                destination = target.detach()
+                given[id(target)] = target
+            pairs.append((number, destination))
+        with open_file(Path(self.file)) as (handle, _size), torch.no_grad():
+            read_into(handle, self.header, pairs)
+        return given
+
+
+def _place_values(
+    targets: Mapping[str, Any], values: Mapping[str, Any], loadable: Mapping[str, str], device: torch.device
+) -> dict[int, torch.Tensor]:
+    """Each loadable value as its module tensor's new memory on ``device``: ``id(target) -> tensor``.
+
+    Once per tensor (ties stay ties); a real target already on ``device`` is copied into in place.
+    """
+    given: dict[int, torch.Tensor] = {}
+    with torch.no_grad():
+        for key, source_key in loadable.items():
+            target, value = targets[key], values[source_key]
+            if not isinstance(target, torch.Tensor) or not isinstance(value, torch.Tensor) or id(target) in given:
+                continue
+            if target.is_meta or target.device != device:
+                given[id(target)] = value.detach().to(device=device, dtype=target.dtype, copy=True)
+            else:
+                target.copy_(value)
+                given[id(target)] = target
+    return given
+
+
+def _storage(tensor: torch.Tensor) -> int:
+    return tensor.untyped_storage()._cdata  # type: ignore[no-any-return]
+
+
+def _lazy_file(file: str) -> _LazyFile | None:
+    """``file`` seen through its header if it is a ferry or safetensors file; None for ``torch.save`` files."""
+    from ferry.checkpoint.file import layout, reader, tree
+    from ferry.checkpoint.file.api import open_file
+    from ferry.checkpoint.file.kinds import SNIFF_BYTES
+
+    try:
+        with open_file(Path(file)) as (handle, size):
+            head = handle.read(SNIFF_BYTES)
+            if not layout.looks_like_safetensors(head):
+                return None
+            header = reader.read_header(handle, Path(file), size)
+    except CheckpointError:
+        return None  # let ferry.load raise its own, complete error
+    metas = {
+        entry.name: torch.empty(entry.shape, dtype=layout.DTYPES[entry.dtype], device="meta")
+        for entry in header.entries
+    }
+    obj: object = metas
+    if header.is_ferry:
+        numels = {name: tensor.numel() for name, tensor in metas.items()}
+        obj = tree.decode(header.metadata[layout.TREE_KEY], numels, metas, Path(file))
+    return _LazyFile(file, header, obj, metas)
 
 
 def _state_file(path: str, storage_options: Mapping[str, Any] | None = None) -> str:

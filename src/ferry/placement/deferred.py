@@ -32,7 +32,7 @@ from torch.overrides import TorchFunctionMode
 from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, InitializationError
 
-__all__ = ["deferred_init", "materialize"]
+__all__ = ["deferred_init", "fill", "materialize"]
 
 #: attribute set on each meta tensor a recording made: the recording that can replay it
 _TAG = "_ferry_recording"
@@ -210,16 +210,17 @@ class _Recording:
             if tensor.is_meta:
                 setattr(tensor, _TAG, self)
 
-    def replay(self, targets: list[torch.Tensor], device: torch.device) -> dict[int, torch.Tensor]:
+    def replay(self, targets: list[torch.Tensor], device: torch.device, *, redraw: bool) -> dict[int, torch.Tensor]:
         """Run again, on ``device``, the calls ``targets`` depend on; return ``id(meta tensor) -> real tensor``.
 
         Raises:
             _Unreplayable: a needed call reads a meta tensor that no recorded call made.
         """
-        first = self._needed(targets, draws_before=-1)
-        # Random numbers drawn for tensors the module no longer holds (a weight replaced by a tie, a temporary) are
-        # drawn again, once, so that every later draw gets the numbers it got in the original build.
-        needed = self._needed(targets, draws_before=max(first, default=-1))
+        needed = self._needed(targets, draws_before=-1)
+        if redraw:
+            # Random numbers drawn for tensors the module no longer holds (a weight replaced by a tie, a temporary)
+            # are drawn again, once, so that every later draw gets the numbers it got in the original build.
+            needed = self._needed(targets, draws_before=max(needed, default=-1))
         self.drawn.update(index for index in needed if _draws_random(self.calls[index].func, self.calls[index].kwargs))
         keep = {id(t) for t in targets}
         last_use: dict[int, int] = {}
@@ -538,24 +539,41 @@ def materialize(
             "materialize(module, 'meta') would leave the module without memory. Name the device its tensors "
             "should live on: ferry.materialize(model, 'cuda') or ferry.materialize(model, 'cpu')."
         )
+    return fill(module, target, init=init, given={}, redraw=True)
+
+
+def fill(
+    module: nn.Module,
+    target: torch.device,
+    *,
+    init: Callable[[nn.Module], object] | None,
+    given: dict[int, torch.Tensor],
+    redraw: bool,
+    call: str = "materialize()",
+) -> nn.Module:
+    """:func:`materialize` onto a resolved device, with ``given[id(tensor)]`` already made for some tensors.
+
+    ``redraw``: replay the random draws of tensors the module no longer holds, so the numbers equal a normal
+    build's; off when the values come from a checkpoint and only the rest (non-persistent buffers) is replayed.
+    """
     slots = _slots(module)
     unique: dict[int, torch.Tensor] = {}
     for slot in slots:
         unique.setdefault(id(slot.tensor), slot.tensor)
-    made: dict[int, torch.Tensor] = {}
+    made: dict[int, torch.Tensor] = {key: _like(unique[key], value) for key, value in given.items() if key in unique}
     recorded: dict[int, tuple[_Recording, list[torch.Tensor]]] = {}
-    for tensor in unique.values():
-        recording = getattr(tensor, _TAG, None) if tensor.is_meta else None
+    for key, tensor in unique.items():
+        recording = getattr(tensor, _TAG, None) if tensor.is_meta and key not in made else None
         if isinstance(recording, _Recording):
             recorded.setdefault(id(recording), (recording, []))[1].append(tensor)
     for recording, targets in recorded.values():
         try:
-            real = recording.replay(targets, target)
+            real = recording.replay(targets, target, redraw=redraw)
         except _Unreplayable:
             real = {}
             for tensor in targets:  # one by one: only those that depend on outside tensors stay unmade
                 with contextlib.suppress(_Unreplayable):
-                    real.update(recording.replay([tensor], target))
+                    real.update(recording.replay([tensor], target, redraw=redraw))
         for tensor in targets:
             replayed = real.get(id(tensor))
             if _storage_key(tensor) in recording.unwritten:
@@ -589,11 +607,11 @@ def materialize(
     if init is not None:
         with torch.device(target), watch:
             init(module)
-    _check_initialised(module, fresh - watch.written)
+    _check_initialised(module, fresh - watch.written, call)
     return module
 
 
-def _check_initialised(module: nn.Module, unwritten: set[int]) -> None:
+def _check_initialised(module: nn.Module, unwritten: set[int], call: str) -> None:
     names: list[str] = []
     kinds: list[str] = []
     seen: set[int] = set()
@@ -613,9 +631,10 @@ def _check_initialised(module: nn.Module, unwritten: set[int]) -> None:
         return
     listed = ", ".join(f"{name} ({kind})" for name, kind in zip(names, kinds, strict=True))
     raise InitializationError(
-        f"materialize() would leave {len(names)} tensor(s) of {type(module).__name__} uninitialised (whatever the "
-        f"memory held): {listed}. They were created on meta outside ferry.deferred_init(), and neither a "
-        "reset_parameters() of their module nor init= wrote them. Build the model under "
+        f"{call} would leave {len(names)} tensor(s) of {type(module).__name__} uninitialised (whatever the "
+        f"memory held): {listed}. They were created on meta outside ferry.deferred_init(), and neither "
+        f"{'the checkpoint, nor ' if call.startswith('load') else ''}a reset_parameters() of their module nor "
+        "init= wrote them. Build the model under "
         "`with ferry.deferred_init(): model = ...` so ferry replays how each tensor was made (non-persistent "
         "buffers such as inv_freq included), or pass init=, a function that fills them: "
         "ferry.materialize(model, device, init=my_init).",

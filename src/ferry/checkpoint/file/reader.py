@@ -45,7 +45,7 @@ from ferry.checkpoint.file.layout import (
 )
 from ferry.errors import CheckpointError, CorruptCheckpointError
 
-__all__ = ["read_header", "read_tensors", "verify_data"]
+__all__ = ["read_header", "read_into", "read_tensors", "verify_data"]
 
 #: Bytes per read call: small enough that a piece is still in the CPU cache when its reader hashes it.
 PIECE = 4 << 20
@@ -504,6 +504,98 @@ def read_tensors(handle: BinaryIO, header: Header) -> dict[str, torch.Tensor]:
             entry = header.entries[index]
             tensors[entry.name] = _tensor_at(data, view, entry, entry.start - region.start)
     return {entry.name: tensors[entry.name] for entry in header.entries}
+
+
+#: Bytes of each staging buffer of :func:`read_into` (pinned host memory for an accelerator destination).
+STAGING = 64 << 20
+
+
+def read_into(handle: BinaryIO, header: Header, pairs: Sequence[tuple[int, torch.Tensor]]) -> None:
+    """Read tensors of the file straight into ``destination`` tensors, verifying ferry checksums on the way.
+
+    ``pairs`` holds ``(entry index, destination)``; a destination has the entry's shape and any dtype and device.
+    A contiguous CPU destination of the entry's dtype is filled by reading the file into its memory (no other
+    copy); any other (an accelerator, another dtype) through one reused staging buffer of :data:`STAGING` bytes,
+    pinned for an accelerator, so host memory never holds more than that buffer whatever the size of the model.
+    CPU destinations are read by up to ``_READERS`` threads.
+
+    Raises:
+        CorruptCheckpointError: a tensor fails its checksum, or the file shrank while being read.
+    """
+    require_little_endian(header.path)
+    lock = threading.Lock()
+    direct = [
+        (index, destination)
+        for index, destination in pairs
+        if destination.device.type == "cpu"
+        and destination.is_contiguous()
+        and destination.dtype == DTYPES[header.entries[index].dtype]
+    ]
+    direct_ids = {id(destination) for _, destination in direct}
+    staged = [(index, destination) for index, destination in pairs if id(destination) not in direct_ids]
+
+    def read_direct(item: tuple[int, torch.Tensor]) -> None:
+        index, destination = item
+        entry = header.entries[index]
+        if not entry.nbytes:
+            return
+        view = destination.view(-1).view(torch.uint8).numpy().data
+        hasher = header.algorithm.new() if header.algorithm is not None else None
+        for start in range(0, entry.nbytes, PIECE):
+            part = view[start : start + PIECE]
+            got = _read_into(handle, lock, [part], header.data_start + entry.start + start)
+            if got < len(part):
+                raise _short_read(header, entry, start + got)
+            if hasher is not None:
+                hasher.update(part)
+        if hasher is not None and header.checksums is not None:
+            _compare(header, entry, hasher.intdigest())
+
+    total = sum(header.entries[index].nbytes for index, _ in direct)
+    threads = min(_READERS, os.cpu_count() or 1, len(direct)) if total >= THREADS_FROM else 1
+    if threads <= 1:
+        for item in direct:
+            read_direct(item)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="ferry-read") as pool:
+            for _ in pool.map(read_direct, direct):
+                pass
+    if not staged:
+        return
+    largest = max(header.entries[index].nbytes for index, _ in staged)
+    pin = any(destination.device.type == "cuda" for _, destination in staged) and torch.cuda.is_available()
+    buffer = torch.empty(min(STAGING, max(largest, 8)), dtype=torch.uint8, pin_memory=pin)
+    buffer_view = buffer.numpy().data
+    for index, destination in staged:
+        entry = header.entries[index]
+        dtype = DTYPES[entry.dtype]
+        flat = destination.view(-1) if destination.is_contiguous() else None
+        step = max(len(buffer_view) // dtype.itemsize, 1) * dtype.itemsize
+        hasher = header.algorithm.new() if header.algorithm is not None else None
+        whole = None if flat is not None else torch.empty(destination.shape, dtype=destination.dtype)
+        for start in range(0, entry.nbytes, step):
+            size = min(step, entry.nbytes - start)
+            part = buffer_view[:size]
+            got = _read_into(handle, lock, [part], header.data_start + entry.start + start)
+            if got < size:
+                raise _short_read(header, entry, start + got)
+            if hasher is not None:
+                hasher.update(part)
+            values = buffer[:size].view(dtype)
+            first = start // dtype.itemsize
+            target = flat if flat is not None else whole.view(-1)  # type: ignore[union-attr]
+            target[first : first + values.numel()].copy_(values)  # waits for the copy: the buffer is reused next
+        if whole is not None:
+            destination.copy_(whole)
+        if hasher is not None and header.checksums is not None:
+            _compare(header, entry, hasher.intdigest())
+
+
+def _compare(header: Header, entry: Entry, got: int) -> None:
+    assert header.checksums is not None
+    expected = header.checksums[entry.name]
+    if got != expected:
+        raise _checksum_error(header, entry, expected, got)
 
 
 def _short_piece(header: Header, regions: Sequence[_Region], piece: _Piece, got: int) -> None:
