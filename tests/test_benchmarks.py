@@ -231,3 +231,20 @@ def test_bench_lint_times_one_small_file(tmp_path: Path) -> None:
     row = json.loads(out.read_text())["small_file"]
     assert row["python -m ferry lint s"] > 0
     assert "python -m ferry lint" in proc.stdout
+
+
+def test_bench_deferred_quick(tmp_path: Path) -> None:
+    """benchmarks/bench_deferred.py on a small model: each method made the model ready, with the file's values."""
+    if not (installed("accelerate") and installed("safetensors")):
+        pytest.skip("the peers of this benchmark (accelerate, safetensors) are not installed")
+    out = tmp_path / "deferred.json"
+    script = str(BENCHMARKS / "bench_deferred.py")
+    proc = run_script([sys.executable, script, "--size-mib", "48", "--repeat", "1", "--json", str(out)], timeout=180)
+    assert 0 == proc.returncode, proc.stderr
+    report = json.loads(out.read_text())
+    assert 40 * 2**20 < report["model_bytes"] < 60 * 2**20
+    for method in ("plain", "accelerate", "ferry"):
+        assert report[method]["seconds"] > 0
+        assert report[method]["used_peak_bytes"] > 0
+    # plain PyTorch holds a built model and the loaded state at once; ferry reads into the model's own memory
+    assert report["plain"]["used_peak_bytes"] > report["ferry"]["used_peak_bytes"]
