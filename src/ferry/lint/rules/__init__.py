@@ -17,6 +17,7 @@ from ferry.lint.rules import (
     module_never_moved,
     numpy_of_device_tensor,
     optimizer_state_loaded_before_move,
+    to_empty_without_init,
     whole_module_pickled,
 )
 
@@ -37,6 +38,7 @@ MODULES = (
     loss_on_other_device,
     numpy_of_device_tensor,
     float64_on_mps,
+    to_empty_without_init,
     host_sync_in_training_loop,
 )
 
