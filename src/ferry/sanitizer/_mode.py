@@ -23,6 +23,7 @@ from torch.overrides import TorchFunctionMode, resolve_name
 
 from ferry.errors import DeviceError, DeviceMismatchError
 from ferry.sanitizer._frames import SourceLine, installed, is_library, source_line, user_frame
+from ferry.sanitizer._init_watch import InitWatch
 from ferry.sanitizer._modules import ModuleStack
 from ferry.sanitizer._moves import MOVE_METHODS, is_discarded
 from ferry.sanitizer._syncs import SHAPE_SYNCS, SYNC_METHODS, AcceleratorTest, bool_mask
@@ -100,6 +101,7 @@ class SanitizerMode(TorchFunctionMode):
         self.count_sync = count_sync
         self.is_accelerator = is_accelerator
         self.train_mode = TrainModeWatch(emit)
+        self.init_watch = InitWatch(emit)
         self.modules = ModuleStack(
             self.train_mode.root_forward, self.train_mode.root_output, self.train_mode.root_inputs
         )
@@ -133,7 +135,10 @@ class SanitizerMode(TorchFunctionMode):
             self._check_devices(func, checked, kwargs)
         elif func in _INDEXING and len(args) > 1 and _device_index_into_host(args[0], args[1]):
             self._check_devices(func, args[:2], {})  # CPU indices may index a GPU tensor, not the other way round
+        written = self.init_watch.before(func, args, kwargs) if self.init_watch.unwritten else None
         result = func(*args, **kwargs)
+        if written is not None:
+            self.init_watch.after(func, args, written, result)
         if self.train_mode.suspects:  # outputs of a BatchNorm model evaluated in training mode: are they scored?
             self.train_mode.scored(func, args, kwargs, result)
         if (

@@ -6,7 +6,8 @@ While a sanitizer is on, :class:`Patches` replaces, and on exit restores:
 - ``torch.nn.Module.load_state_dict``: a state dict whose keys all carry ``module.`` (saved from
   ``nn.DataParallel``/DDP) loaded into a bare module, or the other way round, is reported before PyTorch's
   "Unexpected key(s)" error; and a module that gets weights is remembered for the train-mode check;
-- ``torch.nn.Module.train``: ``.train()``/``.eval()`` after loading says the mode was chosen on purpose.
+- ``torch.nn.Module.train``: ``.train()``/``.eval()`` after loading says the mode was chosen on purpose;
+- ``torch.nn.Module.to_empty``: the memory it gives is watched until written (:mod:`ferry.sanitizer._init_watch`).
 
 Module stays unpatched for everything else; the cost is one Python call per ``load_state_dict``/``train``.
 """
@@ -58,6 +59,14 @@ class Patches:
             watch.chosen(self)
             return train(self, mode)
 
+        to_empty = nn.Module.to_empty
+
+        def checked_to_empty(self: nn.Module, *args: Any, **kwargs: Any) -> nn.Module:
+            result = to_empty(self, *args, **kwargs)
+            mode.init_watch.emptied(self)
+            return result
+
+        self._replace(nn.Module, "to_empty", checked_to_empty)
         self._replace(torch, "from_numpy", checked_from_numpy)
         self._replace(nn.Module, "load_state_dict", checked_load_state_dict)
         self._replace(nn.Module, "train", checked_train)

@@ -1,0 +1,163 @@
+"""The check on ``Module.to_empty``: a tensor read before anything wrote into the memory it was given.
+
+``to_empty(device=...)`` gives a module built on ``meta`` memory on a device and writes nothing into it. While a
+sanitizer is on, ``Module.to_empty`` is wrapped (by :class:`ferry.sanitizer._patches.Patches`) and the storages of
+every parameter and buffer it made are remembered, with their names. The mode then asks, for each torch operation:
+
+- writes: an in-place operation (``name_``, ``t[...] = v``, ``t.data = v``, ``out=``) on such a storage fills it:
+  it is forgotten (``reset_parameters()``, ``nn.init.*``, ``load_state_dict``'s ``copy_``, an ``init`` function);
+- copies: ``.to()``, ``.clone()``, ``.contiguous()``... of such a storage carry the garbage to the copy;
+- reads: any other operation taking such a storage (``F.linear`` in a forward, ``x * model.scale``) reads garbage:
+  a finding naming the tensor, the ``to_empty`` call that made it and the fix, reported once per tensor.
+
+Views, ``.data``, shape and metadata queries neither read nor write. Nothing is watched until a ``to_empty`` runs,
+so the cost elsewhere is one truth test per operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from ferry.errors import InitializationError
+from ferry.sanitizer._frames import SourceLine, source_line, user_frame
+
+Tensor = torch.Tensor
+
+#: in-place dunder methods and their target (the first argument)
+_INPLACE_DUNDERS = frozenset(
+    "__setitem__ __set__ __iadd__ __isub__ __imul__ __itruediv__ __ifloordiv__ __imod__ __ipow__ __iand__ __ior__ "
+    "__ixor__ __ilshift__ __irshift__ __imatmul__".split()
+)
+
+#: operations that only look at a tensor's metadata or make a view of it: not a read of its values
+_NEUTRAL = frozenset(
+    (
+        "size dim ndimension numel nelement element_size stride storage_offset data_ptr untyped_storage "
+        "is_contiguous is_floating_point is_complex __get__ __len__ __hash__ detach view view_as reshape "
+        "reshape_as __getitem__ t transpose permute expand expand_as flatten unflatten unsqueeze squeeze narrow "
+        "select as_strided chunk split unbind movedim requires_grad_ retain_grad register_hook get_device "
+        "_has_compatible_shallow_copy_type __repr__ __format__ __str__ __reduce_ex__ __deepcopy__ share_memory_ "
+        "pin_memory is_pinned"
+    ).split()
+)
+
+#: operations whose result is a copy of their first argument's values: garbage in, garbage out
+_COPIES = frozenset(
+    "to cuda cpu clone contiguous type float half double bfloat16 module_load new_tensor __deepcopy__".split()
+)
+
+
+def _tensors(value: Any) -> Iterator[Tensor]:
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+def _key(tensor: Tensor) -> int | None:
+    if tensor.is_meta or not tensor.numel():
+        return None
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # tensors without a plain storage (sparse, some subclasses)
+        return None
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """Where an unwritten storage came from: its tensor's name, its kind, its module, the ``to_empty`` call."""
+
+    name: str
+    kind: str
+    module: str
+    where: SourceLine
+
+
+class InitWatch:
+    """Remembers the storages ``to_empty`` made and reports the first read of each one nothing wrote."""
+
+    def __init__(self, emit: Any) -> None:
+        self.emit = emit
+        self.unwritten: dict[int, _Origin] = {}
+
+    def emptied(self, module: nn.Module) -> None:
+        """``module.to_empty(...)`` returned: its parameters and buffers hold garbage until written."""
+        frame = user_frame()
+        where = source_line(frame) if frame is not None else SourceLine("<unknown>", 0, "")
+        for prefix, owner in module.named_modules():
+            dotted = f"{prefix}." if prefix else ""
+            for name, tensor in owner._parameters.items():
+                self._remember(tensor, dotted + name, "parameter", module, where)
+            for name, tensor in owner._buffers.items():
+                kind = "non-persistent buffer" if name in owner._non_persistent_buffers_set else "buffer"
+                self._remember(tensor, dotted + name, kind, module, where)
+
+    def _remember(self, tensor: Tensor | None, name: str, kind: str, module: nn.Module, where: SourceLine) -> None:
+        key = None if tensor is None else _key(tensor)
+        if key is not None:
+            self.unwritten[key] = _Origin(name, kind, type(module).__name__, where)
+
+    def before(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[int]:
+        """Check ``func``'s reads; return the watched storages it writes (forgotten by :meth:`after`)."""
+        name = getattr(func, "__name__", "")
+        targets: list[Tensor] = []
+        if (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_DUNDERS:
+            first = args[0] if args else kwargs.get("tensor", kwargs.get("input", kwargs.get("self")))
+            targets.extend(_tensors(first))
+        if "out" in kwargs:
+            targets.extend(_tensors(kwargs["out"]))
+        written = [key for key in map(_key, targets) if key is not None and key in self.unwritten]
+        if name in _NEUTRAL or name in _COPIES:
+            return written
+        skip = {id(t) for t in targets}  # written, not read (copy_'s source, t[...] = v's value are read)
+        for tensor in _tensors((args, kwargs)):
+            if id(tensor) in skip:
+                continue
+            key = _key(tensor)
+            if key is not None and key in self.unwritten:
+                self._report(func, self.unwritten.pop(key))
+        return written
+
+    def after(self, func: Any, args: tuple[Any, ...], written: list[int], result: Any) -> None:
+        for key in written:
+            self.unwritten.pop(key, None)
+        if getattr(func, "__name__", "") in _COPIES and args and isinstance(args[0], Tensor):
+            source = _key(args[0])
+            origin = self.unwritten.get(source) if source is not None else None
+            if origin is not None:
+                for tensor in _tensors(result):
+                    copied = _key(tensor)
+                    if copied is not None and copied != source:
+                        self.unwritten[copied] = origin
+
+    def _report(self, func: Any, origin: _Origin) -> None:
+        frame = user_frame()
+        if frame is None:
+            return
+        where = source_line(frame)
+        op = getattr(func, "__name__", str(func))
+        message = (
+            f"to-empty-without-init: {op} at {where.described()} reads {origin.name} ({origin.kind}) of "
+            f"{origin.module}, which holds whatever its memory held: {origin.where.described()} called to_empty(), "
+            f"which allocates without initialising, and nothing has written {origin.name} since (no "
+            "reset_parameters(), init function or load_state_dict filled it"
+            + (
+                ", and a checkpoint never holds a non-persistent buffer"
+                if origin.kind == "non-persistent buffer"
+                else ""
+            )
+            + "). Build the model under `with ferry.deferred_init():` and call `ferry.materialize(model, device)` "
+            "(or `ferry.load_state_dict(model, path, device=device)`), which replay how every tensor was made; or "
+            f"initialise {origin.name} after to_empty."
+        )
+        error = InitializationError(message, names=[origin.name], kinds=[origin.kind])
+        self.emit("to-empty-without-init", where, message, error, frame)
