@@ -259,6 +259,9 @@ def wrap(model: nn.Module, *, strategy: str = "ddp") -> nn.Module:
 
     In a single process (no process group) it returns the placed ``model``, unwrapped, whatever ``strategy``.
 
+    A model on ``meta`` (built under :func:`ferry.deferred_init`) is not moved: it is sharded on ``meta``, and
+    :func:`ferry.materialize` (or ``Checkpointer.restore``) then gives each rank memory for its own shards only.
+
     Args:
         model: The module to place and wrap; it is moved in place. Create its optimizer after wrapping.
         strategy: ``"ddp"`` or ``"fsdp"``.
@@ -295,7 +298,9 @@ def wrap(model: nn.Module, *, strategy: str = "ddp") -> nn.Module:
             "Pass the unwrapped model (for DistributedDataParallel, wrapped.module)."
         )
     device = init()
-    place(model, device)
+    on_meta = any(t.is_meta for t in (*model.parameters(), *model.buffers()))
+    if not on_meta:
+        place(model, device)
     if _dist.process_group() is None:
         return model
     _register_at_exit()  # the wrapper holds the group past destroy_process_group() (see _dist.let_gloo_workers_settle)
@@ -304,9 +309,13 @@ def wrap(model: nn.Module, *, strategy: str = "ddp") -> nn.Module:
         return DistributedDataParallel(model, device_ids=device_ids)
     from torch.distributed.fsdp import fully_shard
 
+    built = dict(model.named_parameters(remove_duplicate=False)) if on_meta else {}
     for group in _sharing_groups(model):
         fully_shard(group[0] if len(group) == 1 else group)
     fully_shard(model)
+    for name, shard in model.named_parameters(remove_duplicate=False) if on_meta else ():
+        if name in built and shard is not built[name]:
+            shard._ferry_origin = built[name]  # type: ignore[attr-defined]  # what ferry.materialize replays
     return model
 
 

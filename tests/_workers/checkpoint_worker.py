@@ -245,6 +245,48 @@ def die(directory):
     return {"unreachable": True}
 
 
+def deferred_fsdp(directory):
+    """A model built under ferry.deferred_init, sharded on meta by wrap(strategy="fsdp"), then materialised (each
+    rank its shards) and compared with a normal build; saved; a second one, built with another seed, restored into."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for the shared models
+    from _deferred_models import TinyLM
+
+    def shards(module):
+        return {name: list(p.to_local().shape) for name, p in module.named_parameters()}
+
+    def values(module):
+        found = {name: full(p) for name, p in module.named_parameters()}
+        found.update({name: full(b) for name, b in module.named_buffers()})
+        return found
+
+    torch.manual_seed(0)
+    reference = values(TinyLM())
+    torch.manual_seed(0)
+    with ferry.deferred_init():
+        built = TinyLM()
+    wrapped = ferry.distributed.wrap(built, strategy="fsdp")
+    on_meta = all(p.is_meta for p in wrapped.parameters())
+    ferry.materialize(wrapped, "cpu")
+    made = values(wrapped)
+    with checkpointer(directory) as ckpt:
+        ckpt.save(3, {"model": wrapped})
+    torch.manual_seed(5)
+    with ferry.deferred_init():
+        other = TinyLM()
+    other = ferry.distributed.wrap(other, strategy="fsdp")
+    with checkpointer(directory) as ckpt:
+        step = ckpt.restore({"model": other})
+    return {
+        "on_meta": on_meta,
+        "shards": shards(wrapped),
+        "reference": reference,
+        "made": made,
+        "restored_step": step,
+        "restored": values(other),
+        "tied": other.head.weight is other.embed.weight,
+    }
+
+
 SCENARIOS = {
     "exact": lambda a: exact(a[0], int(a[1]), int(a[2]), int(a[3])),
     "resume": lambda a: resume(a[0], int(a[1]), int(a[2])),
@@ -254,6 +296,7 @@ SCENARIOS = {
     "save_and_restore_fsdp": lambda a: save_and_restore_fsdp(a[0], a[1], a[2]),
     "die": lambda a: die(a[0]),
     "remote_fsdp": lambda a: {"saved": save_fsdp(a[0]), "restored": restore_fsdp(a[0])},
+    "deferred_fsdp": lambda a: deferred_fsdp(a[0]),
 }
 
 if __name__ == "__main__":

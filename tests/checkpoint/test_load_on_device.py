@@ -150,3 +150,17 @@ def test_a_deferred_model_loads_straight_onto_the_gpu(tmp_path: Path) -> None:
     assert model.rope.inv_freq.device.type == "cuda"
     assert torch.equal(model.embed.weight.cpu(), reference.embed.weight)
     assert model.head.weight is model.embed.weight
+
+
+def test_checkpointer_restore_into_a_deferred_model_makes_it_then_loads_it(tmp_path: Path) -> None:
+    fresh = _deferred(seed=0)
+    with ferry.Checkpointer(tmp_path / "run") as ckpt:
+        assert ckpt.restore({"model": fresh}) is None  # nothing saved: the whole model is made as a normal build
+        assert_equal(_reference(seed=0), fresh)
+        ckpt.save(4, {"model": fresh})
+    model = _deferred(seed=11)
+    with ferry.Checkpointer(tmp_path / "run", read_only=True) as ckpt:
+        assert ckpt.restore({"model": model}) == 4
+    assert_equal(fresh, model)
+    assert model.head.weight is model.embed.weight
+    assert torch.equal(model.rope.inv_freq, fresh.rope.inv_freq)

@@ -20,6 +20,7 @@ handing back garbage.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -210,8 +211,18 @@ class _Recording:
             if tensor.is_meta:
                 setattr(tensor, _TAG, self)
 
-    def replay(self, targets: list[torch.Tensor], device: torch.device, *, redraw: bool) -> dict[int, torch.Tensor]:
+    def replay(
+        self,
+        targets: list[torch.Tensor],
+        device: torch.device,
+        *,
+        redraw: bool,
+        on_ready: Callable[[torch.Tensor, torch.Tensor], None] | None = None,
+    ) -> dict[int, torch.Tensor]:
         """Run again, on ``device``, the calls ``targets`` depend on; return ``id(meta tensor) -> real tensor``.
+
+        With ``on_ready``, each target is handed over as ``on_ready(meta tensor, real tensor)`` right after the
+        last call that writes or reads it, and dropped (not returned): only the targets still being made are held.
 
         Raises:
             _Unreplayable: a needed call reads a meta tensor that no recorded call made.
@@ -228,6 +239,12 @@ class _Recording:
             for tensor in (*self.calls[index].reads, *self.calls[index].outputs):
                 last_use[id(tensor)] = index
         real: dict[int, torch.Tensor] = {}
+        ready_at: dict[int, list[torch.Tensor]] = {}
+        if on_ready is not None:
+            for tensor in targets:
+                key = _storage_key(tensor)
+                touching = [index for index in needed if key in self.calls[index].made or key in self.calls[index].read]
+                ready_at.setdefault(max(touching, default=-1), []).append(tensor)
 
         def substitute(value: Any) -> Any:
             if isinstance(value, torch.Tensor):
@@ -267,6 +284,10 @@ class _Recording:
                 for tensor in (*call.reads, *call.outputs):
                     if last_use.get(id(tensor)) == index and id(tensor) not in keep:
                         real.pop(id(tensor), None)
+                for tensor in ready_at.get(index, ()):
+                    finished = real.pop(id(tensor), None)
+                    if finished is not None and on_ready is not None:
+                        on_ready(tensor, finished)
         return real
 
 
@@ -550,17 +571,26 @@ def fill(
     given: dict[int, torch.Tensor],
     redraw: bool,
     call: str = "materialize()",
+    loaded: frozenset[str] = frozenset(),
 ) -> nn.Module:
     """:func:`materialize` onto a resolved device, with ``given[id(tensor)]`` already made for some tensors.
 
     ``redraw``: replay the random draws of tensors the module no longer holds, so the numbers equal a normal
     build's; off when the values come from a checkpoint and only the rest (non-persistent buffers) is replayed.
+    ``loaded``: dotted names that a checkpoint fills next: given memory on ``target``, neither made nor checked.
     """
     slots = _slots(module)
+    dtensor = _dtensor_type()
+    if dtensor is not None and any(isinstance(slot.tensor, dtensor) and slot.tensor.is_meta for slot in slots):
+        return _fill_sharded(module, target, init=init, redraw=redraw, call=call, loaded=loaded)
     unique: dict[int, torch.Tensor] = {}
     for slot in slots:
         unique.setdefault(id(slot.tensor), slot.tensor)
     made: dict[int, torch.Tensor] = {key: _like(unique[key], value) for key, value in given.items() if key in unique}
+    for slot in slots:
+        if slot.path in loaded and id(slot.tensor) not in made:
+            tensor = slot.tensor
+            made[id(tensor)] = _like(tensor, torch.empty_like(tensor, device=target)) if tensor.is_meta else tensor
     recorded: dict[int, tuple[_Recording, list[torch.Tensor]]] = {}
     for key, tensor in unique.items():
         recording = getattr(tensor, _TAG, None) if tensor.is_meta and key not in made else None
@@ -611,6 +641,110 @@ def fill(
     return module
 
 
+def _dtensor_type() -> type | None:
+    """``DTensor`` if ``torch.distributed.tensor`` is imported (no DTensor exists otherwise), else None."""
+    loaded = sys.modules.get("torch.distributed.tensor")
+    return getattr(loaded, "DTensor", None)
+
+
+def _fill_sharded(
+    module: nn.Module,
+    target: torch.device,
+    *,
+    init: Callable[[nn.Module], object] | None,
+    redraw: bool,
+    call: str,
+    loaded: frozenset[str],
+) -> nn.Module:
+    """:func:`fill` for a model sharded on ``meta`` by FSDP2: each rank gets memory for its own shards only.
+
+    FSDP2's own ``to_empty`` allocates every rank's shards (and the unsharded buffers) in place; then each tensor
+    is replayed whole, one at a time, on ``device``, and the rank copies its piece (the placement's chunk) into its
+    shard; the whole tensor is freed before the next. Every rank must replay the same numbers: seed them alike
+    before the ``deferred_init`` block (``torch.manual_seed(0)`` on every rank). ``loaded``: dotted names a
+    checkpoint fills next, neither replayed nor checked.
+    """
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    before = _slots(module)
+    origins = {
+        (id(slot.owner), slot.table, slot.name): getattr(slot.tensor, "_ferry_origin", slot.tensor) for slot in before
+    }
+    module.to_empty(device=target)
+    slots = _slots(module)
+    seen: set[int] = set()
+    fresh: set[int] = set()
+    by_recording: dict[int, tuple[_Recording, list[torch.Tensor]]] = {}
+    slot_of: dict[int, _Slot] = {}  # id(origin) -> the slot its values go to
+    for slot in slots:
+        if id(slot.tensor) in seen or slot.path in loaded:
+            continue
+        seen.add(id(slot.tensor))
+        origin = origins.get((id(slot.owner), slot.table, slot.name), slot.tensor)
+        recording = getattr(origin, _TAG, None) if origin.is_meta else None
+        if isinstance(recording, _Recording) and _storage_key(origin) not in recording.unwritten:
+            by_recording.setdefault(id(recording), (recording, []))[1].append(origin)
+            slot_of[id(origin)] = slot
+        elif slot.tensor.is_meta or slot.table != "__dict__":
+            slot_of[id(origin)] = slot
+    placed: set[int] = set()
+
+    def place(origin: torch.Tensor, whole: torch.Tensor) -> None:
+        slot = slot_of[id(origin)]
+        tensor = slot.tensor
+        if whole.shape != origin.shape:
+            return
+        whole = whole.detach().to(origin.dtype)
+        if isinstance(tensor, DTensor):
+            piece = distribute_tensor(whole, tensor.device_mesh, tensor.placements, src_data_rank=None).to_local()
+            with torch.no_grad():
+                tensor.to_local().copy_(piece)
+        elif tensor.is_meta:
+            slot.install(_like(tensor, whole))
+        else:
+            with torch.no_grad():
+                tensor.copy_(whole)
+        placed.add(id(origin))
+
+    for recording, targets in by_recording.values():
+        with contextlib.suppress(_Unreplayable):
+            recording.replay(targets, target, redraw=redraw, on_ready=place)
+    for key, slot in slot_of.items():
+        if key in placed:
+            continue
+        tensor = slot.tensor
+        if tensor.is_meta:  # a plain tensor attribute: to_empty does not reach it
+            tensor = _like(tensor, torch.empty_like(tensor, device=target))
+            slot.install(tensor)
+        local = tensor.to_local() if isinstance(tensor, DTensor) else tensor
+        if local.numel():
+            fresh.add(local.untyped_storage().data_ptr())
+    watch = _WriteWatch()
+    if fresh:
+        owners: dict[int, nn.Module] = {}
+        for slot in _slots(module):
+            local = slot.tensor.to_local() if isinstance(slot.tensor, DTensor) else slot.tensor
+            if slot.table != "__dict__" and local.numel() and local.untyped_storage().data_ptr() in fresh:
+                owners.setdefault(id(slot.owner), slot.owner)
+        with torch.device(target), watch:
+            for owner in owners.values():
+                _reset(owner)
+    if init is not None:
+        with torch.device(target), watch:
+            init(module)
+    unwritten = fresh - watch.written
+    names, kinds = [], []
+    for slot in _slots(module):
+        local = slot.tensor.to_local() if isinstance(slot.tensor, DTensor) else slot.tensor
+        bad = local.is_meta or (local.numel() and local.untyped_storage().data_ptr() in unwritten)
+        if bad and slot.path not in loaded and slot.path not in names:
+            names.append(slot.path)
+            kinds.append(slot.kind)
+    if names:
+        _raise_uninitialised(module, names, kinds, call)
+    return module
+
+
 def _check_initialised(module: nn.Module, unwritten: set[int], call: str) -> None:
     names: list[str] = []
     kinds: list[str] = []
@@ -627,8 +761,11 @@ def _check_initialised(module: nn.Module, unwritten: set[int], call: str) -> Non
             seen.add(id(tensor))
             names.append(slot.path or slot.name)
             kinds.append(slot.kind)
-    if not names:
-        return
+    if names:
+        _raise_uninitialised(module, names, kinds, call)
+
+
+def _raise_uninitialised(module: nn.Module, names: list[str], kinds: list[str], call: str) -> None:
     listed = ", ".join(f"{name} ({kind})" for name, kind in zip(names, kinds, strict=True))
     raise InitializationError(
         f"{call} would leave {len(names)} tensor(s) of {type(module).__name__} uninitialised (whatever the "

@@ -479,3 +479,15 @@ def test_a_failed_restore_hands_a_fresh_optimizer_back_fresh(group, tmp_path):
             ckpt.restore({"model": fresh, "optimizer": fresh_optimizer})
     assert {} == dict(fresh_optimizer.state)  # DCP's zero-lr step to build a state to read into was undone
     assert all(p.grad is None for p in fresh.parameters())
+
+
+@pytest.mark.launches
+def test_a_deferred_model_sharded_on_meta_materialises_each_ranks_shards_and_restores(tmp_path):
+    ranks = torchrun(2, "deferred_fsdp", tmp_path, tmp_path / "run")
+    for rank in ranks:
+        assert rank["on_meta"]
+        assert rank["made"] == rank["reference"]  # each rank's shards of the normal build, RoPE buffers included
+        assert rank["shards"]["embed.weight"] == [10, 8]  # half of the 20 rows: its own shard only
+        assert rank["restored_step"] == 3
+        assert rank["restored"] == rank["made"]
+        assert rank["tied"]

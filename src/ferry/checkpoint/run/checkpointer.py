@@ -39,6 +39,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 import torch
+from torch import nn
 
 from ferry import _dist
 from ferry._fs import temporary_name
@@ -854,6 +855,7 @@ class Checkpointer:
         group = collective.current_group()
         collective.check_same_call(group, what="restore", where=self.directory, step=step, names=sorted(state))
         prepare_loaders(state)  # a loop that starts after restore is counted, checkpoint or not
+        self._materialize(state, step, group)
         # Reading a sharded optimizer state needs a live state to read into; DCP makes one for an optimizer that has
         # none yet (a zero-lr step). If nothing is restored, that optimizer is handed back as it came.
         fresh = [obj for obj in state.values() if isinstance(obj, torch.optim.Optimizer) and not obj.state]
@@ -867,6 +869,36 @@ class Checkpointer:
             for optimizer in fresh:
                 optimizer.state.clear()
         return restored
+
+    def _materialize(self, state: MutableMapping[str, Any], step: int | None, group: collective.Group | None) -> None:
+        """Give modules still on ``meta`` memory on this rank's device before the restore reads into them.
+
+        Built under ``ferry.deferred_init`` (FSDP2-sharded ones too: each rank its shards): what the checkpoint holds
+        is left to the restore, the rest (non-persistent buffers) is made as :func:`ferry.materialize` makes it;
+        with no checkpoint to restore, the whole module is.
+        """
+        modules = [
+            obj
+            for obj in state.values()
+            if isinstance(obj, nn.Module) and any(t.is_meta for t in (*obj.parameters(), *obj.buffers()))
+        ]
+        if not modules:
+            return
+        from ferry.devices import pick_device
+        from ferry.placement.deferred import fill
+
+        has_checkpoint = bool(self.steps()) if step is None else step in self.steps()
+        for module in modules:
+            loaded = frozenset(module.state_dict().keys()) if has_checkpoint else frozenset()
+            fill(
+                module,
+                pick_device(),
+                init=None,
+                given={},
+                redraw=not has_checkpoint,
+                call="Checkpointer.restore()",
+                loaded=loaded,
+            )
 
     def _restore(self, state: MutableMapping[str, Any], step: int | None, group: collective.Group | None) -> int | None:
         """:meth:`restore` after the arguments are checked: try the candidates newest first."""
