@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -342,3 +343,21 @@ def test_a_transformers_model_from_a_config_equals_a_normal_build() -> None:
     ids = torch.randint(0, 64, (1, 6))
     built.eval(), made.eval()
     assert torch.equal(built(ids).logits, made(ids).logits)
+
+
+def test_on_pretend_gpus_a_model_is_materialised_and_loaded_onto_cuda(tmp_path: Path) -> None:
+    reference = _normal(TinyLM)
+    ferry.save(reference.state_dict(), tmp_path / "model.safetensors")
+    with ferry.sanitize(pretend="cuda") as report:
+        made = _deferred(TinyLM)
+        ferry.materialize(made, "cuda")
+        assert made.embed.weight.device == torch.device("cuda", 0)
+        assert made.rope.inv_freq.device == torch.device("cuda", 0)
+        loaded = _deferred(TinyLM, seed=3)
+        ferry.load_state_dict(loaded, tmp_path / "model.safetensors", device="cuda")
+        assert loaded.head.weight is loaded.embed.weight
+        assert loaded.block.linear1.weight.device == torch.device("cuda", 0)
+        loaded.eval()
+        out = loaded(torch.randint(0, 20, (2, 5), device="cuda"))
+        assert out.device == torch.device("cuda", 0)
+    assert [f.kind for f in report.findings] == []

@@ -100,3 +100,12 @@ def test_shapes_views_and_moves_of_garbage_are_not_reads() -> None:
         weight.detach().view(-1)
         model.lin.weight.t()
     assert report.findings == []
+
+
+def test_on_pretend_gpus_the_garbage_of_to_empty_is_found_too() -> None:
+    with ferry.sanitize(pretend="cuda"):
+        with torch.device("meta"):
+            model = nn.Linear(4, 4)
+        model.to_empty(device="cuda")
+        with pytest.raises(InitializationError, match="weight"):
+            model(torch.ones(2, 4, device="cuda"))

@@ -142,7 +142,20 @@ def _draws_random(func: Callable[..., Any], kwargs: dict[str, Any]) -> bool:
 
 def _storage_key(tensor: torch.Tensor) -> int:
     """One number per storage: views, ``.data`` and a ``Parameter`` share their base's (meta ones too)."""
-    return tensor.untyped_storage()._cdata  # type: ignore[no-any-return]
+    try:
+        return tensor.untyped_storage()._cdata  # type: ignore[no-any-return]
+    except RuntimeError:
+        inner = getattr(tensor, "_elem", None)  # a wrapper subclass (the pretend GPU's): the tensor it wraps
+        return _storage_key(inner) if isinstance(inner, torch.Tensor) else id(tensor)
+
+
+def _data_key(tensor: torch.Tensor) -> int:
+    """The address of a real tensor's storage (a wrapper subclass's: of the tensor it wraps)."""
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except RuntimeError:
+        inner = getattr(tensor, "_elem", None)
+        return _data_key(inner) if isinstance(inner, torch.Tensor) else id(tensor)
 
 
 def _meta_storages(value: Any) -> frozenset[int]:
@@ -477,7 +490,10 @@ def _like(old: torch.Tensor, data: torch.Tensor) -> torch.Tensor:
         data = data.to(old.dtype)
     if isinstance(old, nn.Parameter):
         if type(data) is not type(old) or data.requires_grad != old.requires_grad:
-            data = type(old)(data.detach(), old.requires_grad)
+            # a Parameter subclass keeps its class; a tensor subclass flagged as a parameter (the pretend GPU's)
+            # is made as nn.Parameter makes it
+            cls = type(old) if issubclass(type(old), nn.Parameter) else nn.Parameter
+            data = cls(data.detach(), old.requires_grad)
     elif data.requires_grad != old.requires_grad and data.is_leaf:
         data.requires_grad_(old.requires_grad)
     return data
@@ -504,7 +520,7 @@ class _WriteWatch(TorchFunctionMode):
         result = func(*args, **kwargs)
         for tensor in targets:
             if not tensor.is_meta:
-                self.written.add(tensor.untyped_storage().data_ptr())
+                self.written.add(_data_key(tensor))
         return result
 
 
@@ -617,7 +633,7 @@ def fill(
         if tensor.is_meta:
             data = torch.empty_like(tensor, device=target)
             if not _zero_size(data):
-                fresh.add(data.untyped_storage().data_ptr())
+                fresh.add(_data_key(data))
         else:
             data = tensor.detach().to(target) if tensor.device != target else tensor
         made[key] = _like(tensor, data) if data is not tensor else tensor
@@ -629,7 +645,7 @@ def fill(
         owners: dict[int, nn.Module] = {}
         for slot in slots:
             new = made[id(slot.tensor)]
-            if slot.table != "__dict__" and not _zero_size(new) and new.untyped_storage().data_ptr() in fresh:
+            if slot.table != "__dict__" and not _zero_size(new) and _data_key(new) in fresh:
                 owners.setdefault(id(slot.owner), slot.owner)
         with torch.device(target), watch:
             for owner in owners.values():
@@ -718,13 +734,13 @@ def _fill_sharded(
             slot.install(tensor)
         local = tensor.to_local() if isinstance(tensor, DTensor) else tensor
         if local.numel():
-            fresh.add(local.untyped_storage().data_ptr())
+            fresh.add(_data_key(local))
     watch = _WriteWatch()
     if fresh:
         owners: dict[int, nn.Module] = {}
         for slot in _slots(module):
             local = slot.tensor.to_local() if isinstance(slot.tensor, DTensor) else slot.tensor
-            if slot.table != "__dict__" and local.numel() and local.untyped_storage().data_ptr() in fresh:
+            if slot.table != "__dict__" and local.numel() and _data_key(local) in fresh:
                 owners.setdefault(id(slot.owner), slot.owner)
         with torch.device(target), watch:
             for owner in owners.values():
@@ -736,7 +752,7 @@ def _fill_sharded(
     names, kinds = [], []
     for slot in _slots(module):
         local = slot.tensor.to_local() if isinstance(slot.tensor, DTensor) else slot.tensor
-        bad = local.is_meta or (local.numel() and local.untyped_storage().data_ptr() in unwritten)
+        bad = local.is_meta or (local.numel() and _data_key(local) in unwritten)
         if bad and slot.path not in loaded and slot.path not in names:
             names.append(slot.path)
             kinds.append(slot.kind)
@@ -756,7 +772,7 @@ def _check_initialised(module: nn.Module, unwritten: set[int], call: str) -> Non
         elif _zero_size(tensor) or tensor.device.type == "meta":
             bad = False
         else:
-            bad = tensor.untyped_storage().data_ptr() in unwritten
+            bad = _data_key(tensor) in unwritten
         if bad and id(tensor) not in seen:
             seen.add(id(tensor))
             names.append(slot.path or slot.name)

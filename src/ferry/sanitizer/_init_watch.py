@@ -68,8 +68,9 @@ def _key(tensor: Tensor) -> int | None:
         return None
     try:
         return tensor.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):  # tensors without a plain storage (sparse, some subclasses)
-        return None
+    except (RuntimeError, NotImplementedError):  # tensors without a plain storage (sparse, wrapper subclasses)
+        inner = getattr(tensor, "_elem", None)  # the pretend GPU's tensors wrap a CPU tensor
+        return _key(inner) if isinstance(inner, Tensor) else None
 
 
 @dataclass(frozen=True)
