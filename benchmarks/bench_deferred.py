@@ -208,11 +208,15 @@ def main(argv: list[str] | None = None) -> int:
         method, file, size = args.child
         print(json.dumps(child(method, file, int(size), args.device)))
         return 0
-    results: dict[str, list[dict[str, float]]] = {method: [] for method in METHODS}
+    import importlib.util
+
+    needs = {"plain": "safetensors", "accelerate": "accelerate", "ferry": "ferry"}
+    methods = [method for method in METHODS if importlib.util.find_spec(needs[method]) is not None]
+    results: dict[str, list[dict[str, float]]] = {method: [] for method in methods}
     with tempfile.TemporaryDirectory(prefix="ferry-bench-deferred-") as folder:
         file = _prepare(Path(folder), args.size_mib)
         for _ in range(args.repeat):
-            for method in METHODS:
+            for method in methods:
                 command = [sys.executable, __file__, "--device", args.device, "--child", method, file]
                 out = subprocess.run([*command, str(args.size_mib)], capture_output=True, text=True, check=False)
                 if out.returncode:
@@ -220,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
                     raise SystemExit(f"{method} failed")
                 results[method].append(json.loads(out.stdout.strip().splitlines()[-1]))
     summary: dict[str, Any] = {"device": args.device, "size_mib": args.size_mib, "repeat": args.repeat}
+    for method in METHODS:
+        if method not in methods:
+            summary[method] = {"status": f"not installed ({needs[method]})"}
     model_bytes = results["ferry"][0]["model_bytes"]
     summary["model_bytes"] = model_bytes
     print(f"model: {model_bytes / 2**20:.0f} MiB on {args.device}; median of {args.repeat}")
