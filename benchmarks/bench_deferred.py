@@ -1,10 +1,11 @@
 """Peak host memory and time to get a model ready from a checkpoint: plain PyTorch, Accelerate and ferry.
 
 The model is a stack of Linear layers with a tied embedding and a RoPE table (a non-persistent buffer computed in
-``__init__``), about ``--size-mib`` of float32 weights, saved once as a ferry file (safetensors layout, with checksums) and once as a plain safetensors file with
-the same bytes (``format: pt`` metadata, which Accelerate requires), which the peers read. Each method
-runs in a fresh process; "peak" is the process's peak resident memory (VmHWM, reset through /proc/self/clear_refs
-once the libraries are imported) minus its resident size then, so it counts every copy the method makes:
+``__init__``), about ``--size-mib`` of float32 weights, saved once as a ferry file (safetensors layout, with
+checksums) and once as a plain safetensors file with the same bytes (``format: pt`` metadata, which Accelerate
+requires), which the peers read. Each method runs in a fresh process; "peak" is the process's peak resident memory
+(VmHWM, reset through /proc/self/clear_refs once the libraries are imported) minus its resident size then, so it
+counts every copy the method makes:
 
   plain       build the model normally (random init, on the device), read the file (safetensors.torch.load_file)
               and model.load_state_dict(...): the usual way
@@ -118,7 +119,7 @@ def child(method: str, file: str, size_mib: int, device: str) -> dict[str, float
     if method == "ferry":
         import ferry.checkpoint.file.reader
         import ferry.checkpoint.state_dict
-        import ferry.placement.deferred  # noqa: F401
+        import ferry.placement.deferred
     # torch imports its meta kernels (and sympy) on the first meta computation: once per process, code not data
     with torch.device("meta"):
         _model_class(1)()
