@@ -164,3 +164,47 @@ def test_checkpointer_restore_into_a_deferred_model_makes_it_then_loads_it(tmp_p
     assert_equal(fresh, model)
     assert model.head.weight is model.embed.weight
     assert torch.equal(model.rope.inv_freq, fresh.rope.inv_freq)
+
+
+def test_a_plain_meta_model_keeps_the_loaded_weights_of_a_module_reset_for_a_missing_key(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    source = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    state = dict(source.state_dict())
+    del state["1.bias"]
+    ferry.save(state, tmp_path / "part.safetensors")
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    report = ferry.load_state_dict(model, tmp_path / "part.safetensors", device="cpu", strict=False)
+    assert report.missing == ["1.bias"]
+    assert torch.equal(model[1].weight, source[1].weight)  # reset_parameters() ran for the bias only
+    assert not model[1].bias.is_meta
+
+
+def test_meta_values_and_a_meta_device_are_refused_clearly() -> None:
+    with ferry.deferred_init():
+        donor = nn.Linear(4, 4)
+    with ferry.deferred_init():
+        model = nn.Linear(4, 4)
+    with pytest.raises(ferry.CheckpointError, match="meta device"):
+        ferry.load_state_dict(model, donor.state_dict(), device="cpu")
+    with pytest.raises(ferry.ArgumentError, match="device='meta'"):
+        ferry.load_state_dict(model, nn.Linear(4, 4).state_dict(), device="meta")
+
+
+def test_an_optimizer_built_before_restore_trains_the_restored_parameters(tmp_path: Path) -> None:
+    reference = _reference()
+    saved_optimizer = torch.optim.Adam(reference.parameters(), lr=0.1)
+    reference(torch.randint(0, 20, (2, 5))).sum().backward()
+    saved_optimizer.step()
+    with ferry.Checkpointer(tmp_path / "run") as ckpt:
+        ckpt.save(1, {"model": reference, "optimizer": saved_optimizer})
+    model = _deferred()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)  # built before the restore, on meta parameters
+    with ferry.Checkpointer(tmp_path / "run", read_only=True) as ckpt:
+        assert ckpt.restore({"model": model, "optimizer": optimizer}) == 1
+    assert_equal(reference, model)
+    assert all(not s.is_meta for state in optimizer.state.values() for s in state.values() if torch.is_tensor(s))
+    before = model.embed.weight.detach().clone()
+    model(torch.randint(0, 20, (2, 5))).sum().backward()
+    optimizer.step()
+    assert not torch.equal(model.embed.weight, before)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import warnings
 from collections.abc import Callable
@@ -208,11 +209,24 @@ def test_a_dtype_change_in_the_block_is_replayed_and_one_after_it_is_kept_for_pa
     assert_equal(linear, ferry.materialize(later, "cpu"))
 
 
-def test_a_buffer_converted_after_the_block_is_a_new_tensor_nothing_recorded_and_is_named() -> None:
-    made = _deferred(lambda: Rope(8)).to(torch.float64)  # Module._apply replaces buffers with new meta tensors
-    with pytest.raises(InitializationError) as caught:
-        ferry.materialize(made, "cpu")
-    assert caught.value.names == ["inv_freq", "cos_cached", "sin_cached"]
+def test_conversions_and_initialisers_applied_after_the_block_are_recorded_too() -> None:
+    built = _normal(lambda: Rope(8)).to(torch.float64)
+    made = _deferred(lambda: Rope(8)).to(torch.float64)  # Module._apply: new buffers, made after the block
+    assert_equal(built, ferry.materialize(made, "cpu"))
+
+    def init(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.constant_(module.weight, 0.5)
+        if isinstance(module, nn.LayerNorm):
+            module.weight.data.fill_(2.0)
+
+    built = _normal(lambda: nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8)))
+    built.apply(init)
+    made = _deferred(lambda: nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8)))
+    made.apply(init)  # the usual `model.apply(init_fn)` after building
+    ferry.materialize(made, "cpu")
+    assert_equal(built, made)
+    assert torch.equal(made[0].weight, torch.full((8, 8), 0.5))
 
 
 def test_a_weight_replaced_after_the_block_is_made_by_reset_parameters() -> None:
@@ -302,10 +316,14 @@ def test_real_tensors_are_moved_and_meta_as_a_target_or_a_non_module_is_refused(
 
 
 def test_the_block_leaves_torch_as_it_found_it() -> None:
+    gc.collect()  # recordings of earlier tests, freed: nothing recorded is alive
     init_normal = nn.init.normal_
     parameter_new = nn.Parameter.__new__
+    apply = nn.Module.apply
     with pytest.raises(RuntimeError, match="boom"), ferry.deferred_init():
         raise RuntimeError("boom")
+    gc.collect()
+    assert nn.Module.apply is apply
     assert nn.init.normal_ is init_normal
     assert nn.Parameter.__new__ is parameter_new
     assert torch.empty(1).device.type == "cpu"
@@ -361,3 +379,60 @@ def test_on_pretend_gpus_a_model_is_materialised_and_loaded_onto_cuda(tmp_path: 
         out = loaded(torch.randint(0, 20, (2, 5), device="cuda"))
         assert out.device == torch.device("cuda", 0)
     assert [f.kind for f in report.findings] == []
+
+
+def test_parameters_keep_their_python_objects_so_an_optimizer_built_before_still_trains_them() -> None:
+    model = _deferred(TinyLM)
+    weight = model.embed.weight
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    ferry.materialize(model, "cpu")
+    assert model.embed.weight is weight
+    assert model.head.weight is weight
+    before = weight.detach().clone()
+    model(torch.randint(0, 20, (2, 5))).sum().backward()
+    optimizer.step()
+    assert not torch.equal(weight, before)
+
+
+def test_materialising_a_submodule_first_keeps_its_tie_with_the_rest() -> None:
+    built = _normal(TinyLM)
+    made = _deferred(TinyLM)
+    ferry.materialize(made.head, "cpu")  # holds the weight tied to the embedding
+    ferry.materialize(made, "cpu")
+    assert made.head.weight is made.embed.weight
+    assert len(list(made.parameters())) == len(list(built.parameters()))
+
+
+def test_nested_blocks_each_record_their_own_model() -> None:
+    torch.manual_seed(0)
+    first, second = nn.Linear(3, 3), nn.Linear(3, 3)
+    torch.manual_seed(0)
+    with ferry.deferred_init():
+        made_first = nn.Linear(3, 3)
+        with ferry.deferred_init():
+            made_second = nn.Linear(3, 3)
+    assert_equal(first, ferry.materialize(made_first, "cpu"))
+    assert_equal(second, ferry.materialize(made_second, "cpu"))
+
+
+def test_a_lazy_module_in_the_block_is_left_to_its_first_forward() -> None:
+    with ferry.deferred_init():
+        model = nn.Sequential(nn.Linear(4, 4), nn.LazyLinear(2))
+    ferry.materialize(model, "cpu")
+    assert model(torch.ones(1, 4)).shape == (1, 2)
+
+
+def test_a_partly_written_tensor_is_not_taken_as_initialised() -> None:
+    class Half(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = nn.Parameter(torch.empty(4))
+
+        def reset_parameters(self) -> None:
+            with torch.no_grad():
+                self.w[:2].zero_()  # forgets w[2:]
+
+    with torch.device("meta"):
+        model = Half()
+    with pytest.raises(InitializationError, match=r"w \(parameter\)"):
+        ferry.materialize(model, "cpu")

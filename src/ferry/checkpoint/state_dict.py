@@ -206,6 +206,11 @@ def load_state_dict(
     path = None
     owned = False
     target_device = None if device is None else resolve_device(device)
+    if target_device is not None and target_device.type == "meta":
+        raise ArgumentError(
+            "load_state_dict(..., device='meta') would leave the module without values. Name the device its "
+            "tensors should live on: ferry.load_state_dict(model, path, device='cuda') (or 'cpu')."
+        )
     lazy: _LazyFile | None = None
     if isinstance(source, (str, os.PathLike)):
         from ferry.checkpoint.file.api import load  # lazy: keeps `import ferry` light and avoids an import cycle
@@ -239,7 +244,7 @@ def load_state_dict(
         else:
             loadable[key] = source_key
     if lazy is None:
-        _check_no_meta_values(targets, values, loadable, path)
+        _check_no_meta_values(targets, values, loadable, path, into_meta=target_device is not None)
 
     filled = [key for key in targets if key not in pairs and _filled_by_batchnorm(module, key, metadata)]
     used = set(pairs.values())
@@ -584,15 +589,21 @@ def _filled_by_batchnorm(module: nn.Module, key: str, metadata: Mapping[str, Any
 
 
 def _check_no_meta_values(
-    targets: Mapping[str, Any], values: Mapping[str, Any], loadable: Mapping[str, str], path: str | None
+    targets: Mapping[str, Any],
+    values: Mapping[str, Any],
+    loadable: Mapping[str, str],
+    path: str | None,
+    *,
+    into_meta: bool = False,
 ) -> None:
+    """Refuse values on meta for targets that have storage (or, with ``device=``, for any target)."""
     empty = [
         source_key
         for key, source_key in loadable.items()
         if isinstance(values[source_key], torch.Tensor)
         and values[source_key].is_meta
         and isinstance(targets[key], torch.Tensor)
-        and not targets[key].is_meta
+        and (into_meta or not targets[key].is_meta)
     ]
     if empty:
         shown = ", ".join(empty[:10]) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")

@@ -22,12 +22,14 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 from torch.overrides import TorchFunctionMode
 
 from ferry.devices import DeviceLike, resolve_device
@@ -144,7 +146,7 @@ def _storage_key(tensor: torch.Tensor) -> int:
     """One number per storage: views, ``.data`` and a ``Parameter`` share their base's (meta ones too)."""
     try:
         return tensor.untyped_storage()._cdata  # type: ignore[no-any-return]
-    except RuntimeError:
+    except (RuntimeError, ValueError):  # ValueError: a lazy module's UninitializedParameter
         inner = getattr(tensor, "_elem", None)  # a wrapper subclass (the pretend GPU's): the tensor it wraps
         return _storage_key(inner) if isinstance(inner, torch.Tensor) else id(tensor)
 
@@ -181,7 +183,7 @@ class _Call:
     read: frozenset[int]  # storages of its meta arguments, as they were before the call (`p.data = q` changes p's)
 
 
-@dataclass
+@dataclass(eq=False)
 class _Recording:
     """The torch calls of one ``deferred_init`` block, in the order they ran."""
 
@@ -372,7 +374,10 @@ _INIT_FUNCTION_SET = frozenset(_INIT_FUNCTIONS.values())
 
 def _recorded_whole(original: Callable[..., Any]) -> Callable[..., Any]:
     def initialiser(*args: Any, **kwargs: Any) -> Any:
-        if not _STATE.recordings or _STATE.inside:
+        if _STATE.inside:
+            return original(*args, **kwargs)
+        recording = _STATE.recordings[-1] if _STATE.recordings else _recording_in((args, kwargs))
+        if recording is None:
             return original(*args, **kwargs)
         read = _meta_storages((args, kwargs))
         _STATE.inside += 1
@@ -380,7 +385,7 @@ def _recorded_whole(original: Callable[..., Any]) -> Callable[..., Any]:
             result = original(*args, **kwargs)
         finally:
             _STATE.inside -= 1
-        _STATE.recordings[-1].note(original, args, kwargs, result, read)
+        recording.note(original, args, kwargs, result, read)
         return result
 
     initialiser.__name__ = original.__name__
@@ -395,13 +400,11 @@ _RECORDING_INIT_FUNCTIONS = {name: _recorded_whole(function) for name, function 
 
 @contextlib.contextmanager
 def _parameters_recorded() -> Iterator[None]:
-    """While any ``deferred_init`` block runs: ``Parameter`` creation and ``nn.init`` calls are recorded."""
+    """While any ``deferred_init`` block runs: ``Parameter`` creation is recorded."""
     global _PATCH_USERS
     with _PATCH_LOCK:
         if _PATCH_USERS == 0:
             nn.Parameter.__new__ = _recording_parameter_new  # type: ignore[method-assign,assignment]
-            for name, function in _RECORDING_INIT_FUNCTIONS.items():
-                setattr(nn.init, name, function)
         _PATCH_USERS += 1
     try:
         yield
@@ -410,8 +413,66 @@ def _parameters_recorded() -> Iterator[None]:
             _PATCH_USERS -= 1
             if _PATCH_USERS == 0:
                 nn.Parameter.__new__ = _ORIGINAL_PARAMETER_NEW  # type: ignore[method-assign]
-                for name, function in _INIT_FUNCTIONS.items():
-                    setattr(nn.init, name, function)
+
+
+#: Recordings whose tensors may still be on meta. While there is one, the ``nn.init`` initialisers and
+#: ``Module.apply``/``Module._apply`` (``model.apply(init_fn)``, ``model.half()``, ``model.to(dtype)``) record what
+#: they do to a recorded meta tensor after its block too; once none is left, torch is as it was.
+_LIVE: weakref.WeakSet[_Recording] = weakref.WeakSet()
+_ORIGINAL_APPLY = nn.Module.apply
+_ORIGINAL_INTERNAL_APPLY = nn.Module._apply
+
+
+def _recording_in(value: Any) -> _Recording | None:
+    """The recording of the first recorded meta tensor in ``value`` (a tensor, or a module's), or None."""
+    tensors = (*value.parameters(), *value.buffers()) if isinstance(value, nn.Module) else _tensors(value)
+    for tensor in tensors:
+        if tensor.is_meta:
+            recording = getattr(tensor, _TAG, None)
+            if isinstance(recording, _Recording):
+                return recording
+    return None
+
+
+def _recorded_module_method(original: Callable[..., Any]) -> Callable[..., Any]:
+    def method(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        recording = None if _STATE.recordings or _STATE.inside else _recording_in(self)
+        if recording is None:
+            return original(self, *args, **kwargs)
+        with _RecordingMode(recording, torch.device("cpu")):
+            return original(self, *args, **kwargs)
+
+    method.__name__ = original.__name__
+    method.__qualname__ = original.__qualname__
+    method.__doc__ = original.__doc__
+    method.__wrapped__ = original  # type: ignore[attr-defined]
+    return method
+
+
+_RECORDING_APPLY = _recorded_module_method(_ORIGINAL_APPLY)
+_RECORDING_INTERNAL_APPLY = _recorded_module_method(_ORIGINAL_INTERNAL_APPLY)
+
+
+def _live(recording: _Recording) -> None:
+    """``recording`` exists: record initialisers and conversions of its tensors until it is gone."""
+    with _PATCH_LOCK:
+        if not _LIVE:
+            for name, function in _RECORDING_INIT_FUNCTIONS.items():
+                setattr(nn.init, name, function)
+            nn.Module.apply = _RECORDING_APPLY  # type: ignore[method-assign]
+            nn.Module._apply = _RECORDING_INTERNAL_APPLY  # type: ignore[method-assign]
+        _LIVE.add(recording)
+    weakref.finalize(recording, _gone)
+
+
+def _gone() -> None:
+    with _PATCH_LOCK:
+        if _LIVE:
+            return
+        for name, function in _INIT_FUNCTIONS.items():
+            setattr(nn.init, name, function)
+        nn.Module.apply = _ORIGINAL_APPLY  # type: ignore[method-assign]
+        nn.Module._apply = _ORIGINAL_INTERNAL_APPLY  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager
@@ -438,6 +499,7 @@ def deferred_init() -> Iterator[None]:
         device(type='cpu')
     """
     recording = _Recording()
+    _live(recording)
     default_device = torch.get_default_device()
     if default_device.type == "meta":
         default_device = torch.device("cpu")
@@ -446,7 +508,7 @@ def deferred_init() -> Iterator[None]:
         with _parameters_recorded(), torch.device("meta"), _RecordingMode(recording, default_device):
             yield
     finally:
-        _STATE.recordings.remove(recording)
+        _STATE.recordings[:] = [other for other in _STATE.recordings if other is not recording]
 
 
 @dataclass
@@ -472,10 +534,10 @@ def _slots(module: nn.Module) -> list[_Slot]:
     for prefix, owner in module.named_modules():
         dotted = f"{prefix}." if prefix else ""
         for name, parameter in owner._parameters.items():
-            if parameter is not None:
+            if parameter is not None and not is_lazy(parameter):  # a lazy module's: shaped by its first forward
                 slots.append(_Slot(owner, "_parameters", name, dotted + name, "parameter", parameter))
         for name, buffer in owner._buffers.items():
-            if buffer is not None:
+            if buffer is not None and not is_lazy(buffer):
                 kind = "non-persistent buffer" if name in owner._non_persistent_buffers_set else "buffer"
                 slots.append(_Slot(owner, "_buffers", name, dotted + name, kind, buffer))
         for name, value in vars(owner).items():
@@ -504,11 +566,42 @@ def _zero_size(tensor: torch.Tensor) -> bool:
 
 
 class _WriteWatch(TorchFunctionMode):
-    """Notes the storages that torch calls write in place (``nn.init.*_``, ``t.normal_()``, ``t[...] = v``...)."""
+    """Notes which bytes of the watched storages torch calls write in place (``nn.init.*_``, ``t[...] = v``...).
 
-    def __init__(self) -> None:
+    A write through a view counts for the elements of that view only (``w[:2].zero_()`` leaves ``w[2:]``
+    unwritten); a storage is written once every element is.
+    """
+
+    def __init__(self, sizes: dict[int, int] | None = None) -> None:
         super().__init__()
-        self.written: set[int] = set()
+        self.sizes = dict(sizes or {})  # address -> bytes of each watched storage
+        self.full: set[int] = set()
+        self.masks: dict[int, torch.Tensor] = {}
+
+    def note(self, tensor: torch.Tensor) -> None:
+        key = _data_key(tensor)
+        size = self.sizes.get(key)
+        if size is None or key in self.full:
+            return
+        item = tensor.element_size()
+        if tensor.is_contiguous() and tensor.storage_offset() == 0 and tensor.numel() * item >= size:
+            self.full.add(key)
+            self.masks.pop(key, None)
+            return
+        mask = self.masks.get(key)
+        if mask is None:
+            mask = self.masks[key] = torch.zeros(max(size // item, 1), dtype=torch.bool, device="cpu")
+        try:
+            mask.as_strided(tuple(tensor.shape), tensor.stride(), tensor.storage_offset()).fill_(True)
+        except RuntimeError:  # a view this mask cannot describe: count it as a whole write
+            mask.fill_(True)
+        if bool(mask.all()):
+            self.full.add(key)
+            del self.masks[key]
+
+    def unwritten(self) -> set[int]:
+        """Watched storages with an element no torch call wrote."""
+        return {key for key in self.sizes if key not in self.full}
 
     def __torch_function__(
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -520,7 +613,7 @@ class _WriteWatch(TorchFunctionMode):
         result = func(*args, **kwargs)
         for tensor in targets:
             if not tensor.is_meta:
-                self.written.add(_data_key(tensor))
+                self.note(tensor)
         return result
 
 
@@ -595,6 +688,7 @@ def fill(
     build's; off when the values come from a checkpoint and only the rest (non-persistent buffers) is replayed.
     ``loaded``: dotted names that a checkpoint fills next: given memory on ``target``, neither made nor checked.
     """
+    _retarget_lazy(module, target)
     slots = _slots(module)
     dtensor = _dtensor_type()
     if dtensor is not None and any(isinstance(slot.tensor, dtensor) and slot.tensor.is_meta for slot in slots):
@@ -626,35 +720,83 @@ def fill(
                 continue  # made by torch.empty and never written: reset_parameters()/init must fill it
             if replayed is not None and replayed.shape == tensor.shape:
                 made[id(tensor)] = _like(tensor, replayed)
-    fresh: set[int] = set()  # storages allocated uninitialised
+    fresh: dict[int, int] = {}  # storages allocated uninitialised: address -> bytes
     for key, tensor in unique.items():
         if key in made:
             continue
         if tensor.is_meta:
             data = torch.empty_like(tensor, device=target)
             if not _zero_size(data):
-                fresh.add(_data_key(data))
+                fresh[_data_key(data)] = _nbytes(data)
         else:
             data = tensor.detach().to(target) if tensor.device != target else tensor
         made[key] = _like(tensor, data) if data is not tensor else tensor
-    for slot in slots:
-        slot.install(made[id(slot.tensor)])
+    _install(slots, unique, made)
 
-    watch = _WriteWatch()
+    watch = _WriteWatch(fresh)
     if fresh:
         owners: dict[int, nn.Module] = {}
-        for slot in slots:
-            new = made[id(slot.tensor)]
-            if slot.table != "__dict__" and not _zero_size(new) and _data_key(new) in fresh:
+        for slot in _slots(module):
+            if slot.table != "__dict__" and not _zero_size(slot.tensor) and _data_key(slot.tensor) in fresh:
                 owners.setdefault(id(slot.owner), slot.owner)
         with torch.device(target), watch:
             for owner in owners.values():
-                _reset(owner)
+                _reset_keeping(owner, {*given, *(id(made[key]) for key in given if key in made)})
     if init is not None:
         with torch.device(target), watch:
             init(module)
-    _check_initialised(module, fresh - watch.written, call)
+    _check_initialised(module, watch.unwritten(), call)
     return module
+
+
+def _nbytes(tensor: torch.Tensor) -> int:
+    inner = getattr(tensor, "_elem", None)
+    return _nbytes(inner) if isinstance(inner, torch.Tensor) else tensor.untyped_storage().nbytes()
+
+
+def _retarget_lazy(module: nn.Module, target: torch.device) -> None:
+    """A lazy module's uninitialised tensors, made on meta, are made on ``target`` by its first forward instead."""
+    for owner in module.modules():
+        for table in ("_parameters", "_buffers"):
+            entries = getattr(owner, table)
+            for name, tensor in list(entries.items()):
+                if tensor is not None and is_lazy(tensor) and tensor.device != target:
+                    entries[name] = type(tensor)(requires_grad=tensor.requires_grad, device=target, dtype=tensor.dtype)  # type: ignore[call-arg]
+
+
+def _install(slots: list[_Slot], unique: dict[int, torch.Tensor], made: dict[int, torch.Tensor]) -> None:
+    """Put each made tensor in place of the meta one, keeping the Python object (``torch.utils.swap_tensors``).
+
+    An optimizer, a hook or a tie that holds a parameter from before keeps holding it, now with memory; where
+    the swap is refused (another tensor subclass), the slot gets the new object instead.
+    """
+    replaced: dict[int, torch.Tensor] = {}
+    for key, old in unique.items():
+        new = made[key]
+        if new is old:
+            continue
+        try:
+            torch.utils.swap_tensors(old, new)  # type: ignore[no-untyped-call]
+        except (RuntimeError, TypeError):
+            replaced[key] = new
+    for slot in slots:
+        replacement = replaced.get(id(slot.tensor))
+        if replacement is not None:
+            slot.install(replacement)
+
+
+def _reset_keeping(owner: nn.Module, keep: set[int]) -> None:
+    """``owner``'s ``reset_parameters()``, then the values of its tensors in ``keep`` (from a checkpoint) put back."""
+    saved = [
+        (table, name, tensor.detach().clone())
+        for table in ("_parameters", "_buffers")
+        for name, tensor in getattr(owner, table).items()
+        if tensor is not None and id(tensor) in keep
+    ]
+    _reset(owner)
+    with torch.no_grad():
+        for table, name, value in saved:
+            getattr(owner, table)[name].copy_(value)
 
 
 def _dtensor_type() -> type | None:
@@ -689,7 +831,7 @@ def _fill_sharded(
     module.to_empty(device=target)
     slots = _slots(module)
     seen: set[int] = set()
-    fresh: set[int] = set()
+    fresh: dict[int, int] = {}
     by_recording: dict[int, tuple[_Recording, list[torch.Tensor]]] = {}
     slot_of: dict[int, _Slot] = {}  # id(origin) -> the slot its values go to
     for slot in slots:
@@ -734,8 +876,8 @@ def _fill_sharded(
             slot.install(tensor)
         local = tensor.to_local() if isinstance(tensor, DTensor) else tensor
         if local.numel():
-            fresh.add(_data_key(local))
-    watch = _WriteWatch()
+            fresh[_data_key(local)] = _nbytes(local)
+    watch = _WriteWatch(fresh)
     if fresh:
         owners: dict[int, nn.Module] = {}
         for slot in _slots(module):
@@ -748,7 +890,7 @@ def _fill_sharded(
     if init is not None:
         with torch.device(target), watch:
             init(module)
-    unwritten = fresh - watch.written
+    unwritten = watch.unwritten()
     names, kinds = [], []
     for slot in _slots(module):
         local = slot.tensor.to_local() if isinstance(slot.tensor, DTensor) else slot.tensor
