@@ -109,3 +109,22 @@ def test_on_pretend_gpus_the_garbage_of_to_empty_is_found_too() -> None:
         model.to_empty(device="cuda")
         with pytest.raises(InitializationError, match="weight"):
             model(torch.ones(2, 4, device="cuda"))
+
+
+def test_a_partial_write_leaves_the_rest_garbage_and_a_read_modify_write_reads_it() -> None:
+    with ferry.sanitize():
+        with torch.device("meta"):
+            model = nn.Linear(4, 4)
+        model.to_empty(device="cpu")
+        with torch.no_grad():
+            model.weight[:2].zero_()
+            model.bias.zero_()
+            model.weight[:2].sum()  # the written rows: fine
+            with pytest.raises(InitializationError, match="weight"):
+                model(torch.ones(1, 4))
+    with ferry.sanitize():
+        with torch.device("meta"):
+            model = nn.Linear(4, 4)
+        model.to_empty(device="cpu")
+        with torch.no_grad(), pytest.raises(InitializationError, match="weight"):
+            model.weight.mul_(0.5)  # reads the garbage it scales

@@ -35,7 +35,7 @@ from torch.overrides import TorchFunctionMode
 from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, InitializationError
 
-__all__ = ["deferred_init", "fill", "materialize"]
+__all__ = ["Coverage", "deferred_init", "fill", "materialize"]
 
 #: attribute set on each meta tensor a recording made: the recording that can replay it
 _TAG = "_ferry_recording"
@@ -565,43 +565,84 @@ def _zero_size(tensor: torch.Tensor) -> bool:
     return tensor.numel() == 0
 
 
-class _WriteWatch(TorchFunctionMode):
-    """Notes which bytes of the watched storages torch calls write in place (``nn.init.*_``, ``t[...] = v``...).
+class Coverage:
+    """Which elements of some storages have been written: whole storages, or a mask for those written in part.
 
+    Storages are named by address (``untyped_storage().data_ptr()``; a wrapper tensor's, of the tensor it wraps).
     A write through a view counts for the elements of that view only (``w[:2].zero_()`` leaves ``w[2:]``
-    unwritten); a storage is written once every element is.
+    unwritten); a storage is written once every element is. Shared by :func:`materialize` and the sanitizer.
     """
 
     def __init__(self, sizes: dict[int, int] | None = None) -> None:
-        super().__init__()
         self.sizes = dict(sizes or {})  # address -> bytes of each watched storage
         self.full: set[int] = set()
         self.masks: dict[int, torch.Tensor] = {}
 
-    def note(self, tensor: torch.Tensor) -> None:
+    def watch(self, tensor: torch.Tensor) -> int | None:
+        """Watch ``tensor``'s storage (nothing written yet); return its address, or None for an empty tensor."""
+        if not tensor.numel() or tensor.is_meta:
+            return None
         key = _data_key(tensor)
-        size = self.sizes.get(key)
-        if size is None or key in self.full:
-            return
+        self.sizes[key] = _nbytes(tensor)
+        self.full.discard(key)
+        self.masks.pop(key, None)
+        return key
+
+    def _region(self, key: int, tensor: torch.Tensor) -> torch.Tensor | None:
+        """The mask elements ``tensor`` covers (a view of the mask), or None when it covers the whole storage."""
         item = tensor.element_size()
-        if tensor.is_contiguous() and tensor.storage_offset() == 0 and tensor.numel() * item >= size:
-            self.full.add(key)
-            self.masks.pop(key, None)
-            return
+        if tensor.is_contiguous() and tensor.storage_offset() == 0 and tensor.numel() * item >= self.sizes[key]:
+            return None
         mask = self.masks.get(key)
         if mask is None:
-            mask = self.masks[key] = torch.zeros(max(size // item, 1), dtype=torch.bool, device="cpu")
+            mask = self.masks[key] = torch.zeros(max(self.sizes[key] // item, 1), dtype=torch.bool, device="cpu")
         try:
-            mask.as_strided(tuple(tensor.shape), tensor.stride(), tensor.storage_offset()).fill_(True)
-        except RuntimeError:  # a view this mask cannot describe: count it as a whole write
-            mask.fill_(True)
-        if bool(mask.all()):
-            self.full.add(key)
-            del self.masks[key]
+            return mask.as_strided(tuple(tensor.shape), tensor.stride(), tensor.storage_offset())
+        except RuntimeError:  # a view the mask cannot describe (another element size): the whole storage
+            return None
+
+    def note(self, tensor: torch.Tensor) -> None:
+        """``tensor`` (or the view it is) was written."""
+        key = _data_key(tensor) if not tensor.is_meta else None
+        if key is None or key not in self.sizes or key in self.full:
+            return
+        region = self._region(key, tensor)
+        if region is not None:
+            region.fill_(True)
+            if not bool(self.masks[key].all()):
+                return
+        self.full.add(key)
+        self.masks.pop(key, None)
+
+    def covered(self, tensor: torch.Tensor) -> bool:
+        """Whether every element of ``tensor`` was written (true for a storage not watched)."""
+        key = _data_key(tensor) if not tensor.is_meta and tensor.numel() else None
+        if key is None or key not in self.sizes or key in self.full:
+            return True
+        region = self._region(key, tensor)
+        return region is not None and bool(region.all())
+
+    def forget(self, key: int) -> None:
+        """Stop watching the storage at ``key``."""
+        self.sizes.pop(key, None)
+        self.full.discard(key)
+        self.masks.pop(key, None)
+
+    def unwritten(self) -> set[int]:
+        """Watched storages with an element nothing wrote."""
+        return {key for key in self.sizes if key not in self.full}
+
+
+class _WriteWatch(TorchFunctionMode):
+    """Notes what torch calls write in place (``nn.init.*_``, ``t.normal_()``, ``t[...] = v``...) into a coverage."""
+
+    def __init__(self, sizes: dict[int, int] | None = None) -> None:
+        super().__init__()
+        self.coverage = Coverage(sizes)
 
     def unwritten(self) -> set[int]:
         """Watched storages with an element no torch call wrote."""
-        return {key for key in self.sizes if key not in self.full}
+        return self.coverage.unwritten()
 
     def __torch_function__(
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -612,8 +653,7 @@ class _WriteWatch(TorchFunctionMode):
             targets.extend(_tensors(args[:1]))
         result = func(*args, **kwargs)
         for tensor in targets:
-            if not tensor.is_meta:
-                self.note(tensor)
+            self.coverage.note(tensor)
         return result
 
 

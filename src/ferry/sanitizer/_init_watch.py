@@ -83,12 +83,29 @@ class _Origin:
     where: SourceLine
 
 
+#: in-place operations that only write their target (its old values do not matter): the others (``mul_``,
+#: ``add_``, ``clamp_``) read it first
+_PURE_WRITES = frozenset(
+    "fill_ zero_ copy_ normal_ uniform_ random_ bernoulli_ exponential_ geometric_ cauchy_ log_normal_ set_ "
+    "__setitem__ __set__ index_fill_ masked_fill_ index_copy_ masked_scatter_ scatter_ put_ resize_ "
+    "requires_grad_".split()
+)
+
+
 class InitWatch:
     """Remembers the storages ``to_empty`` made and reports the first read of each one nothing wrote."""
 
     def __init__(self, emit: Any) -> None:
+        from ferry.placement.deferred import Coverage
+
         self.emit = emit
-        self.unwritten: dict[int, _Origin] = {}
+        self.coverage = Coverage()
+        self.origins: dict[int, _Origin] = {}
+
+    @property
+    def unwritten(self) -> bool:
+        """Whether any watched storage still has an element nothing wrote."""
+        return bool(self.origins)
 
     def emptied(self, module: nn.Module) -> None:
         """``module.to_empty(...)`` returned: its parameters and buffers hold garbage until written."""
@@ -97,18 +114,26 @@ class InitWatch:
         for prefix, owner in module.named_modules():
             dotted = f"{prefix}." if prefix else ""
             for name, tensor in owner._parameters.items():
-                self._remember(tensor, dotted + name, "parameter", module, where)
+                self._remember(tensor, dotted + name, "parameter", type(module).__name__, where)
             for name, tensor in owner._buffers.items():
                 kind = "non-persistent buffer" if name in owner._non_persistent_buffers_set else "buffer"
-                self._remember(tensor, dotted + name, kind, module, where)
+                self._remember(tensor, dotted + name, kind, type(module).__name__, where)
 
-    def _remember(self, tensor: Tensor | None, name: str, kind: str, module: nn.Module, where: SourceLine) -> None:
-        key = None if tensor is None else _key(tensor)
+    def _remember(self, tensor: Tensor | None, name: str, kind: str, module: str, where: SourceLine) -> None:
+        if tensor is None or _key(tensor) is None:
+            return
+        key = self.coverage.watch(tensor)
         if key is not None:
-            self.unwritten[key] = _Origin(name, kind, type(module).__name__, where)
+            self.origins[key] = _Origin(name, kind, module, where)
 
-    def before(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[int]:
-        """Check ``func``'s reads; return the watched storages it writes (forgotten by :meth:`after`)."""
+    def _garbage(self, tensor: Tensor) -> _Origin | None:
+        key = _key(tensor)
+        if key is None or key not in self.origins or self.coverage.covered(tensor):
+            return None
+        return self.origins[key]
+
+    def before(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Tensor]:
+        """Check ``func``'s reads; return the tensors it writes (noted by :meth:`after`)."""
         name = getattr(func, "__name__", "")
         targets: list[Tensor] = []
         if (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_DUNDERS:
@@ -116,29 +141,35 @@ class InitWatch:
             targets.extend(_tensors(first))
         if "out" in kwargs:
             targets.extend(_tensors(kwargs["out"]))
-        written = [key for key in map(_key, targets) if key is not None and key in self.unwritten]
         if name in _NEUTRAL or name in _COPIES:
-            return written
-        skip = {id(t) for t in targets}  # written, not read (copy_'s source, t[...] = v's value are read)
+            return targets
+        pure = name in _PURE_WRITES or getattr(func, "__module__", "") == "torch.nn.init" or "out" in kwargs
+        skip = {id(t) for t in targets} if pure else set()  # written, not read; `w.mul_(2)` reads w first
         for tensor in _tensors((args, kwargs)):
             if id(tensor) in skip:
                 continue
-            key = _key(tensor)
-            if key is not None and key in self.unwritten:
-                self._report(func, self.unwritten.pop(key))
-        return written
+            origin = self._garbage(tensor)
+            if origin is not None:
+                self._report(func, origin)
+                key = _key(tensor)
+                if key is not None:  # reported once per tensor
+                    self.origins.pop(key, None)
+                    self.coverage.forget(key)
+        return targets
 
-    def after(self, func: Any, args: tuple[Any, ...], written: list[int], result: Any) -> None:
-        for key in written:
-            self.unwritten.pop(key, None)
+    def after(self, func: Any, args: tuple[Any, ...], written: list[Tensor], result: Any) -> None:
+        for tensor in written:
+            self.coverage.note(tensor)
+            key = _key(tensor)
+            if key is not None and key in self.origins and key in self.coverage.full:
+                del self.origins[key]
+                self.coverage.forget(key)
         if getattr(func, "__name__", "") in _COPIES and args and isinstance(args[0], Tensor):
-            source = _key(args[0])
-            origin = self.unwritten.get(source) if source is not None else None
+            origin = self._garbage(args[0])
             if origin is not None:
                 for tensor in _tensors(result):
-                    copied = _key(tensor)
-                    if copied is not None and copied != source:
-                        self.unwritten[copied] = origin
+                    if _key(tensor) not in (None, _key(args[0])):
+                        self._remember(tensor, origin.name, origin.kind, origin.module, origin.where)
 
     def _report(self, func: Any, origin: _Origin) -> None:
         frame = user_frame()
