@@ -117,6 +117,39 @@ USES = frozenset(
         "double",
         "requires_grad_",
         "zero_grad",
+        "generate",
+        "predict",
+    }
+)
+
+#: Methods whose result hands out the module's tensors: initialised if code they are passed to writes them
+#: (``dcp.load({"model": model.state_dict()})``, ``for p in model.parameters(): p.uniform_()``).
+HANDS_OUT = frozenset(
+    {"state_dict", "parameters", "named_parameters", "buffers", "named_buffers", "modules", "children"}
+)
+
+#: Callees that only read what they are handed: an optimizer keeps the parameters, a save writes them out.
+READERS = frozenset(
+    {
+        "SGD",
+        "Adam",
+        "AdamW",
+        "Adagrad",
+        "Adadelta",
+        "Adamax",
+        "NAdam",
+        "RAdam",
+        "RMSprop",
+        "Rprop",
+        "ASGD",
+        "LBFGS",
+        "SparseAdam",
+        "save",
+        "save_file",
+        "len",
+        "sum",
+        "list",
+        "print",
     }
 )
 
@@ -195,7 +228,29 @@ def _writes_a_part(ctx: FileContext, node: ast.AST) -> bool:
         return isinstance(parent, ast.Call)  # a part handed to a call (nn.init.normal_(model.fc.weight))
 
 
-def _verdict(ctx: FileContext, name: str, call: ast.Call) -> tuple[str, ast.AST | None]:
+def _handed_to_a_writer(ctx: FileContext, call: ast.Call) -> bool:
+    """Whether the tensors ``call`` hands out go to code that may write them.
+
+    A loop over them, or a call that is not an optimizer, a save or a plain reader.
+    """
+    current: ast.AST = call
+    while True:
+        parent = ctx.parent(current)
+        if parent is None or (isinstance(parent, ast.stmt) and not isinstance(parent, ast.For | ast.Expr | ast.Assign)):
+            return False
+        if isinstance(parent, ast.For) and parent.iter is current:
+            return True
+        if isinstance(parent, ast.comprehension) and parent.iter is current:
+            return True
+        if isinstance(parent, ast.Call) and parent.func is not current:
+            callee = dotted(parent.func) or (parent.func.attr if isinstance(parent.func, ast.Attribute) else "")
+            return callee.rsplit(".", 1)[-1] not in READERS
+        if isinstance(parent, ast.stmt):
+            return False
+        current = parent
+
+
+def _verdict(ctx: FileContext, name: str, call: ast.expr) -> tuple[str, ast.AST | None]:
     """What follows ``name.to_empty(...)`` in its scope: ``init``, ``escape``, ``load``, ``use`` or ``none``."""
     end = (call.end_lineno or call.lineno, call.end_col_offset or 0)
     loaded: ast.AST | None = None
@@ -211,6 +266,8 @@ def _verdict(ctx: FileContext, name: str, call: ast.Call) -> tuple[str, ast.AST 
                     continue
                 if parent.attr in INITIALISERS:
                     return "init", None
+                if parent.attr in HANDS_OUT and _handed_to_a_writer(ctx, grand):
+                    return "escape", None
                 if parent.attr in USES:
                     return ("load", loaded) if loaded is not None else ("use", grand)
                 return "escape", None  # a method of its own: it may initialise
@@ -237,13 +294,24 @@ def check(ctx: FileContext) -> Iterator[Finding]:
         if name is None:
             continue
         parent = ctx.parent(call)
+        anchor: ast.expr = call
+        if (  # `model.to_empty(...).eval()`: the chain returns the module
+            isinstance(parent, ast.Attribute)
+            and parent.attr in ("eval", "train", "requires_grad_", "float", "half", "bfloat16")
+            and isinstance(ctx.parent(parent), ast.Call)
+        ):
+            anchor = ctx.parent(parent)  # type: ignore[assignment]
+            parent = ctx.parent(anchor)
         if isinstance(parent, ast.Assign):
             targets = [dotted(t) for t in parent.targets]
-            if targets != [name]:
-                continue  # `other = model.to_empty(...)`: followed by another name; not judged
-        elif not isinstance(parent, ast.Expr):
+            if len(targets) != 1 or targets[0] is None:
+                continue
+            held = targets[0]  # `model = model.to_empty(...)`, or `other = ...`: the name that holds it next
+        elif isinstance(parent, ast.Expr):
+            held = name
+        else:
             continue
-        verdict, where = _verdict(ctx, name, call)
+        verdict, where = _verdict(ctx, held, anchor)
         if verdict == "use":
             shown = ctx.segment(where) if where is not None else name
             shown = shown if len(shown) <= 40 else shown[:37] + "..."
