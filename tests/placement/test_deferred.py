@@ -436,3 +436,43 @@ def test_a_partly_written_tensor_is_not_taken_as_initialised() -> None:
         model = Half()
     with pytest.raises(InitializationError, match=r"w \(parameter\)"):
         ferry.materialize(model, "cpu")
+
+
+def test_random_draws_between_the_block_and_materialize_do_not_change_the_model() -> None:
+    built = _normal(TinyLM)
+    made = _deferred(TinyLM)
+    data = torch.randn(100)  # e.g. a dataset made before the model is materialised
+    stream = torch.get_rng_state()
+    ferry.materialize(made, "cpu")
+    assert_equal(built, made)
+    assert torch.equal(torch.get_rng_state(), stream)  # the caller's stream is given back untouched
+    assert data.shape == (100,)
+
+
+def test_two_models_of_one_block_materialised_in_any_order_equal_their_normal_builds() -> None:
+    torch.manual_seed(3)
+    first, second = nn.Linear(4, 4), TinyLM()
+    torch.manual_seed(3)
+    with ferry.deferred_init():
+        made_first, made_second = nn.Linear(4, 4), TinyLM()
+    ferry.materialize(made_second, "cpu")
+    ferry.materialize(made_first, "cpu")
+    assert_equal(first, made_first)
+    assert_equal(second, made_second)
+
+
+def test_a_manual_seed_inside_the_constructor_is_replayed_in_its_place() -> None:
+    class Seeded(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.x = nn.Parameter(torch.randn(3))
+            torch.manual_seed(42)
+            self.y = nn.Parameter(torch.randn(3))
+
+    built = _normal(Seeded)
+    after_build = torch.get_rng_state()
+    made = _deferred(Seeded)
+    ferry.materialize(made, "cpu")
+    assert_equal(built, made)
+    assert torch.equal(torch.get_rng_state(), after_build)
+    assert torch.manual_seed is not None

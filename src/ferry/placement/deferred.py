@@ -129,12 +129,37 @@ _RANDOM = frozenset(
         "dropout3d",
         "rrelu",
         "rrelu_",
+        "manual_seed",  # not a draw: it sets where the next ones come from, so it is replayed in its place
     }
 )
 
 
 #: factories whose result holds whatever the memory held
 _EMPTY = frozenset({"empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided"})
+
+
+def _generator_states() -> dict[str, torch.Tensor]:
+    """The default generators' states by device (``"cpu"``, and ``"cuda:i"`` once CUDA is initialised)."""
+    states = {"cpu": torch.default_generator.get_state()}
+    if torch.cuda.is_available() and _cuda_initialised():
+        for index, generator in enumerate(torch.cuda.default_generators):
+            states[f"cuda:{index}"] = generator.get_state()
+    return states
+
+
+def _cuda_initialised() -> bool:
+    return bool(torch.cuda.is_initialized())  # type: ignore[no-untyped-call]
+
+
+def _default_generator(device: torch.device) -> torch.Generator | None:
+    """The generator torch's random functions use on ``device`` (None where ferry does not reach it)."""
+    if device.type == "cpu":
+        return torch.default_generator
+    if device.type == "cuda" and torch.cuda.is_available() and _cuda_initialised():
+        generators = torch.cuda.default_generators
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return generators[index] if index < len(generators) else None
+    return None
 
 
 def _draws_random(func: Callable[..., Any], kwargs: dict[str, Any]) -> bool:
@@ -188,7 +213,22 @@ class _Recording:
     """The torch calls of one ``deferred_init`` block, in the order they ran."""
 
     calls: list[_Call] = field(default_factory=list)
-    drawn: set[int] = field(default_factory=set)  # random calls already replayed (by an earlier materialize)
+    entry: dict[str, torch.Tensor] = field(default_factory=dict)  # generator states when the block began
+    exit: dict[str, torch.Tensor] = field(default_factory=dict)  # ... and when it ended
+    replayed: bool = False
+
+    def begin(self) -> None:
+        """The block begins: remember the generators' states, from which every replay draws."""
+        self.entry = _generator_states()
+
+    def end(self) -> None:
+        """The block ends: remember the generators' states (unchanged by meta draws)."""
+        self.exit = _generator_states()
+
+    def note_effect(self, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Record a call made for its effect on the generators (``torch.manual_seed(42)`` inside ``__init__``)."""
+        self.calls.append(_Call(func, args, dict(kwargs), torch.is_grad_enabled(), [], [], frozenset(), frozenset()))
+
     unwritten: set[int] = field(default_factory=set)  # storages made by torch.empty & co. and never written since
 
     def _needed(self, targets: list[torch.Tensor], *, draws_before: int) -> list[int]:
@@ -197,7 +237,7 @@ class _Recording:
         needed: list[int] = []
         for index in range(len(self.calls) - 1, -1, -1):
             call = self.calls[index]
-            draws = index <= draws_before and index not in self.drawn and _draws_random(call.func, call.kwargs)
+            draws = index <= draws_before and _draws_random(call.func, call.kwargs)
             if draws or call.made & needed_storages:
                 needed.append(index)
                 needed_storages |= call.read
@@ -244,10 +284,38 @@ class _Recording:
         """
         needed = self._needed(targets, draws_before=-1)
         if redraw:
-            # Random numbers drawn for tensors the module no longer holds (a weight replaced by a tie, a temporary)
-            # are drawn again, once, so that every later draw gets the numbers it got in the original build.
+            # Random numbers drawn for tensors the module no longer holds (a weight replaced by a tie, a temporary,
+            # another model of the block) are drawn again, so every draw gets the numbers it got in the build.
             needed = self._needed(targets, draws_before=max(needed, default=-1))
-        self.drawn.update(index for index in needed if _draws_random(self.calls[index].func, self.calls[index].kwargs))
+        generator = _default_generator(device) if redraw else None
+        start = self.entry.get(str(device)) if generator is not None else None
+        before = None
+        if generator is not None and start is not None:
+            before = generator.get_state()
+            exit_state = self.exit.get(str(device))
+            undisturbed = not self.replayed and exit_state is not None and torch.equal(before, exit_state)
+            last_draw = max(
+                (i for i, call in enumerate(self.calls) if _draws_random(call.func, call.kwargs)), default=-1
+            )
+            # Left where the build would leave it when nothing drew since the block and this replay drew to the
+            # end of it; else the caller's stream is given back as it was.
+            keep_state = undisturbed and last_draw in needed
+            generator.set_state(start)
+        self.replayed = True
+        try:
+            return self._run(needed, targets, device, on_ready)
+        finally:
+            if before is not None and generator is not None and not keep_state:
+                generator.set_state(before)
+
+    def _run(
+        self,
+        needed: list[int],
+        targets: list[torch.Tensor],
+        device: torch.device,
+        on_ready: Callable[[torch.Tensor, torch.Tensor], None] | None,
+    ) -> dict[int, torch.Tensor]:
+        """Run the calls ``needed`` (indices, in order) on ``device``; see :meth:`replay`."""
         keep = {id(t) for t in targets}
         last_use: dict[int, int] = {}
         for index in needed:
@@ -398,13 +466,25 @@ def _recorded_whole(original: Callable[..., Any]) -> Callable[..., Any]:
 _RECORDING_INIT_FUNCTIONS = {name: _recorded_whole(function) for name, function in _INIT_FUNCTIONS.items()}
 
 
+_ORIGINAL_MANUAL_SEED = torch.manual_seed
+
+
+def _recording_manual_seed(seed: int) -> torch.Generator:
+    generator = _ORIGINAL_MANUAL_SEED(seed)
+    if _STATE.recordings and not _STATE.inside:
+        _STATE.recordings[-1].note_effect(_ORIGINAL_MANUAL_SEED, (seed,), {})
+    return generator
+
+
 @contextlib.contextmanager
 def _parameters_recorded() -> Iterator[None]:
-    """While any ``deferred_init`` block runs: ``Parameter`` creation is recorded."""
+    """While any ``deferred_init`` block runs: ``Parameter`` creation and ``torch.manual_seed`` are recorded."""
     global _PATCH_USERS
     with _PATCH_LOCK:
         if _PATCH_USERS == 0:
             nn.Parameter.__new__ = _recording_parameter_new  # type: ignore[method-assign,assignment]
+            torch.manual_seed = _recording_manual_seed
+            torch.random.manual_seed = _recording_manual_seed
         _PATCH_USERS += 1
     try:
         yield
@@ -413,6 +493,8 @@ def _parameters_recorded() -> Iterator[None]:
             _PATCH_USERS -= 1
             if _PATCH_USERS == 0:
                 nn.Parameter.__new__ = _ORIGINAL_PARAMETER_NEW  # type: ignore[method-assign]
+                torch.manual_seed = _ORIGINAL_MANUAL_SEED
+                torch.random.manual_seed = _ORIGINAL_MANUAL_SEED
 
 
 #: Recordings whose tensors may still be on meta. While there is one, the ``nn.init`` initialisers and
@@ -498,16 +580,21 @@ def deferred_init() -> Iterator[None]:
         >>> ferry.materialize(model, "cpu").weight.device
         device(type='cpu')
     """
+    if _STATE.recordings:  # nested (a library's block inside the user's): one recording, one random stream
+        yield
+        return
     recording = _Recording()
     _live(recording)
     default_device = torch.get_default_device()
     if default_device.type == "meta":
         default_device = torch.device("cpu")
     _STATE.recordings.append(recording)
+    recording.begin()
     try:
         with _parameters_recorded(), torch.device("meta"), _RecordingMode(recording, default_device):
             yield
     finally:
+        recording.end()
         _STATE.recordings[:] = [other for other in _STATE.recordings if other is not recording]
 
 
@@ -674,14 +761,24 @@ def materialize(
     Tensors built under :func:`deferred_init` are made by replaying how they were made, on ``device``: with the
     same seed the result equals the model built normally there (bit for bit on the CPU; on CUDA up to the RNG
     differences PyTorch documents), non-persistent buffers (RoPE's ``inv_freq``), custom modules without
-    ``reset_parameters`` and tied weights (still tied afterwards) included. A dtype change made on ``meta``
-    (``model.half()``) is applied after the replay. Other ``meta`` tensors (a model built under a plain
+    ``reset_parameters`` and tied weights (still tied afterwards) included. Other ``meta`` tensors (a model built under a plain
     ``torch.device("meta")``) get memory as ``Module.to_empty(device=...)`` gives, then each module owning one is
     reset with its ``reset_parameters()`` (or ``_reset_parameters()``, as ``nn.MultiheadAttention`` has). Tensors
     already real are moved to ``device`` as ``Module.to`` would. Then ``init(module)``, if given, runs (under
     ``torch.device(device)`` and with autograd on, as in a normal build); use it for your own initialisation scheme
     or to fill what nothing else does. Parameters, buffers and plain tensor attributes are all covered; shared
     tensors stay shared. Each tensor is allocated once; replay intermediates are freed after their last use.
+    Parameters keep their Python objects (their memory is swapped in, as ``torch.utils.swap_tensors`` does), so
+    an optimizer or a hook made before still holds them.
+
+    Random numbers: every replay draws from the generator state its ``deferred_init`` block began with (the CPU
+    generator; a CUDA device's once CUDA is initialised), so draws made between the block and ``materialize``,
+    or the order in which the models of one block are materialised, do not change the values. The caller's
+    random stream is given back as it was, except after the first ``materialize`` of a block that drew to its
+    end with nothing drawn in between: then it is where a normal build would have left it. ``torch.manual_seed``
+    inside the block is replayed in its place; ``torch.set_rng_state``/``fork_rng`` inside it are not.
+    ``nn.init`` calls, ``module.apply(fn)`` and dtype conversions (``model.half()``) made after the block on its
+    meta tensors are recorded too; other in-place changes after the block are not.
 
     Args:
         module: The module; changed in place.
