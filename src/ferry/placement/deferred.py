@@ -526,6 +526,7 @@ def _recorded_module_method(original: Callable[..., Any]) -> Callable[..., Any]:
 
     method.__name__ = original.__name__
     method.__qualname__ = original.__qualname__
+    method.__module__ = original.__module__  # it stands for torch's method (doctest collects torch's docs there)
     method.__doc__ = original.__doc__
     method.__wrapped__ = original  # type: ignore[attr-defined]
     return method
@@ -761,9 +762,9 @@ def materialize(
     Tensors built under :func:`deferred_init` are made by replaying how they were made, on ``device``: with the
     same seed the result equals the model built normally there (bit for bit on the CPU; on CUDA up to the RNG
     differences PyTorch documents), non-persistent buffers (RoPE's ``inv_freq``), custom modules without
-    ``reset_parameters`` and tied weights (still tied afterwards) included. Other ``meta`` tensors (a model built under a plain
-    ``torch.device("meta")``) get memory as ``Module.to_empty(device=...)`` gives, then each module owning one is
-    reset with its ``reset_parameters()`` (or ``_reset_parameters()``, as ``nn.MultiheadAttention`` has). Tensors
+    ``reset_parameters`` and tied weights (still tied afterwards) included. Other ``meta`` tensors (a model built
+    under a plain ``torch.device("meta")``) get memory as ``Module.to_empty(device=...)`` gives, then each module
+    owning one is reset with its ``reset_parameters()`` (or ``_reset_parameters()``, as ``nn.MultiheadAttention`` has). Tensors
     already real are moved to ``device`` as ``Module.to`` would. Then ``init(module)``, if given, runs (under
     ``torch.device(device)`` and with autograd on, as in a normal build); use it for your own initialisation scheme
     or to fill what nothing else does. Parameters, buffers and plain tensor attributes are all covered; shared
