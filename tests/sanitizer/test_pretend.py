@@ -488,3 +488,15 @@ def test_pytorchs_own_warnings_point_at_the_users_line():
         warnings.showwarning = original
     line = test_pytorchs_own_warnings_point_at_the_users_line.__code__.co_firstlineno + 12
     assert shown == [(__file__, line)]
+
+
+def test_moving_a_meta_tensor_to_a_pretend_gpu_raises_as_on_a_gpu() -> None:
+    with pretend_cuda():
+        with torch.device("meta"):
+            model = torch.nn.Linear(4, 4)
+        with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+            model.cuda()
+        meta = torch.empty(3, device="meta")
+        with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+            meta.to("cuda")
+        assert torch.ones(2, device="cuda").to("meta").is_meta

@@ -764,11 +764,12 @@ def materialize(
     differences PyTorch documents), non-persistent buffers (RoPE's ``inv_freq``), custom modules without
     ``reset_parameters`` and tied weights (still tied afterwards) included. Other ``meta`` tensors (a model built
     under a plain ``torch.device("meta")``) get memory as ``Module.to_empty(device=...)`` gives, then each module
-    owning one is reset with its ``reset_parameters()`` (or ``_reset_parameters()``, as ``nn.MultiheadAttention`` has). Tensors
-    already real are moved to ``device`` as ``Module.to`` would. Then ``init(module)``, if given, runs (under
-    ``torch.device(device)`` and with autograd on, as in a normal build); use it for your own initialisation scheme
-    or to fill what nothing else does. Parameters, buffers and plain tensor attributes are all covered; shared
-    tensors stay shared. Each tensor is allocated once; replay intermediates are freed after their last use.
+    owning one is reset with its ``reset_parameters()`` (or ``_reset_parameters()``, as ``nn.MultiheadAttention``
+    has). Tensors already real are moved to ``device`` as ``Module.to`` would. Then ``init(module)``, if given,
+    runs (under ``torch.device(device)`` and with autograd on, as in a normal build); use it for your own
+    initialisation scheme or to fill what nothing else does. Parameters, buffers and plain tensor attributes are
+    all covered; shared tensors stay shared. Each tensor is allocated once; replay intermediates are freed after
+    their last use.
     Parameters keep their Python objects (their memory is swapped in, as ``torch.utils.swap_tensors`` does), so
     an optimizer or a hook made before still holds them.
 

@@ -414,9 +414,17 @@ class _Move(torch.autograd.Function):
 
 
 def move(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """Return a copy of ``t`` on the (pretend) ``device``; gradients flow back to ``t`` as for ``Tensor.to``."""
+    """Return a copy of ``t`` on the (pretend) ``device``; gradients flow back to ``t`` as for ``Tensor.to``.
+
+    Raises:
+        NotImplementedError: ``t`` is on ``meta`` (no values to copy), as PyTorch raises on a GPU.
+    """
     if device_of(t) == device:
         return t
+    if device_of(t).type == "meta" and device.type != "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    if device.type == "meta":  # a real meta tensor (shape and dtype, no values), as torch gives
+        return real_tensor_of(t).to("meta")
     if torch.is_grad_enabled() and t.requires_grad:
         out: torch.Tensor = _Move.apply(t, device)  # type: ignore[no-untyped-call]
         return out
