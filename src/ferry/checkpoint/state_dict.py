@@ -423,7 +423,15 @@ def _state_file(path: str, storage_options: Mapping[str, Any] | None = None) -> 
             f"`ferry ckpt convert {path} model.safetensors` and load that.",
             path=path,
         )
-    return os.path.join(path, STATE_FILE)
+    state = os.path.join(path, STATE_FILE)
+    if not os.path.exists(state):
+        raise CheckpointError(
+            f"{path!r} is a folder but not a Checkpointer step folder (it holds no {STATE_FILE}). Pass the path of "
+            f"a checkpoint file, or of a step folder (run/step-000000100); to restore a whole run, use "
+            f"ferry.Checkpointer(run).restore(state).",
+            path=path,
+        )
+    return state
 
 
 def _state_dicts(objects: Mapping[str, Any]) -> list[str]:

@@ -1066,9 +1066,11 @@ def _raise_uninitialised(module: nn.Module, names: list[str], kinds: list[str], 
     listed = ", ".join(f"{name} ({kind})" for name, kind in zip(names, kinds, strict=True))
     raise InitializationError(
         f"{call} would leave {len(names)} tensor(s) of {type(module).__name__} uninitialised (whatever the "
-        f"memory held): {listed}. They were created on meta outside ferry.deferred_init(), and neither "
+        f"memory held): {listed}. ferry has no record of how they were made (built under a plain "
+        "torch.device('meta') rather than ferry.deferred_init(), made by torch.empty and never written, or "
+        "changed after the block by code ferry does not see), and neither "
         f"{'the checkpoint, nor ' if call.startswith('load') else ''}a reset_parameters() of their module nor "
-        "init= wrote them. Build the model under "
+        "init= wrote every element of them. Build the model under "
         "`with ferry.deferred_init(): model = ...` so ferry replays how each tensor was made (non-persistent "
         "buffers such as inv_freq included), or pass init=, a function that fills them: "
         "ferry.materialize(model, device, init=my_init).",
