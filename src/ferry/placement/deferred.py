@@ -167,6 +167,11 @@ def _draws_random(func: Callable[..., Any], kwargs: dict[str, Any]) -> bool:
     return name in _RANDOM or "generator" in kwargs or func in _INIT_FUNCTION_SET
 
 
+def _on_meta(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is on ``meta`` (a wrapper tensor reports it through its device, not ``is_meta``)."""
+    return bool(tensor.is_meta) or tensor.device.type == "meta"
+
+
 def _storage_key(tensor: torch.Tensor) -> int:
     """One number per storage: views, ``.data`` and a ``Parameter`` share their base's (meta ones too)."""
     try:
@@ -186,7 +191,7 @@ def _data_key(tensor: torch.Tensor) -> int:
 
 
 def _meta_storages(value: Any) -> frozenset[int]:
-    return frozenset(_storage_key(t) for t in _tensors(value) if t.is_meta)
+    return frozenset(_storage_key(t) for t in _tensors(value) if _on_meta(t))
 
 
 def _make_parameter(cls: type[nn.Parameter], data: torch.Tensor | None, requires_grad: bool) -> nn.Parameter:
@@ -253,17 +258,17 @@ class _Recording:
         read: frozenset[int],
     ) -> None:
         outputs = list(_tensors(result))
-        writes = [t for t in _written(func, args, kwargs) if t.is_meta]
-        if not writes and not any(t.is_meta for t in outputs):
+        writes = [t for t in _written(func, args, kwargs) if _on_meta(t)]
+        if not writes and not any(_on_meta(t) for t in outputs):
             return  # a query (size, dim, repr) or a call on real tensors: nothing to replay
-        reads = [t for t in _tensors((args, kwargs)) if t.is_meta]
-        made = frozenset(_storage_key(t) for t in (*outputs, *writes) if t.is_meta)
+        reads = [t for t in _tensors((args, kwargs)) if _on_meta(t)]
+        made = frozenset(_storage_key(t) for t in (*outputs, *writes) if _on_meta(t))
         self.calls.append(_Call(func, args, dict(kwargs), torch.is_grad_enabled(), outputs, reads, made, read))
         self.unwritten -= {_storage_key(t) for t in writes}
         if getattr(func, "__name__", "") in _EMPTY:
-            self.unwritten |= {_storage_key(t) for t in outputs if t.is_meta and t.numel()}
+            self.unwritten |= {_storage_key(t) for t in outputs if _on_meta(t) and t.numel()}
         for tensor in outputs:
-            if tensor.is_meta:
+            if _on_meta(tensor):
                 setattr(tensor, _TAG, self)
 
     def replay(
@@ -331,7 +336,7 @@ class _Recording:
 
         def substitute(value: Any) -> Any:
             if isinstance(value, torch.Tensor):
-                if not value.is_meta:
+                if not _on_meta(value):
                     return value
                 if id(value) not in real:
                     raise _Unreplayable(value)
@@ -362,7 +367,7 @@ class _Recording:
                 with torch.set_grad_enabled(call.grad_enabled):
                     result = call.func(*args, **kwargs)
                 for recorded, made in zip(call.outputs, _tensors(result), strict=False):
-                    if recorded.is_meta:
+                    if _on_meta(recorded):
                         real[id(recorded)] = made
                 for tensor in (*call.reads, *call.outputs):
                     if last_use.get(id(tensor)) == index and id(tensor) not in keep:
@@ -394,7 +399,7 @@ class _RecordingMode(TorchFunctionMode):
             result = func(*args, **kwargs)
             if (
                 isinstance(result, torch.Tensor)
-                and result.is_meta
+                and _on_meta(result)
                 and result.numel() == 0
                 and "device" not in kwargs
                 and not any(True for _ in _tensors((args, kwargs)))
@@ -416,7 +421,7 @@ def _recording_parameter_new(
 ) -> nn.Parameter:
     read = _meta_storages(data)
     parameter = _ORIGINAL_PARAMETER_NEW(cls, data, requires_grad)
-    if _STATE.recordings and not _STATE.inside and parameter.is_meta:
+    if _STATE.recordings and not _STATE.inside and _on_meta(parameter):
         _STATE.recordings[-1].note(_make_parameter, (cls, data, requires_grad), {}, parameter, read)
     return parameter
 
@@ -458,6 +463,7 @@ def _recorded_whole(original: Callable[..., Any]) -> Callable[..., Any]:
 
     initialiser.__name__ = original.__name__
     initialiser.__qualname__ = getattr(original, "__qualname__", original.__name__)
+    initialiser.__module__ = original.__module__  # it stands for torch.nn.init's function
     initialiser.__doc__ = original.__doc__
     initialiser.__wrapped__ = original  # type: ignore[attr-defined]
     return initialiser
@@ -509,7 +515,7 @@ def _recording_in(value: Any) -> _Recording | None:
     """The recording of the first recorded meta tensor in ``value`` (a tensor, or a module's), or None."""
     tensors = (*value.parameters(), *value.buffers()) if isinstance(value, nn.Module) else _tensors(value)
     for tensor in tensors:
-        if tensor.is_meta:
+        if _on_meta(tensor):
             recording = getattr(tensor, _TAG, None)
             if isinstance(recording, _Recording):
                 return recording
@@ -668,7 +674,7 @@ class Coverage:
 
     def watch(self, tensor: torch.Tensor) -> int | None:
         """Watch ``tensor``'s storage (nothing written yet); return its address, or None for an empty tensor."""
-        if not tensor.numel() or tensor.is_meta:
+        if not tensor.numel() or _on_meta(tensor):
             return None
         key = _data_key(tensor)
         self.sizes[key] = _nbytes(tensor)
@@ -691,7 +697,7 @@ class Coverage:
 
     def note(self, tensor: torch.Tensor) -> None:
         """``tensor`` (or the view it is) was written."""
-        key = _data_key(tensor) if not tensor.is_meta else None
+        key = _data_key(tensor) if not _on_meta(tensor) else None
         if key is None or key not in self.sizes or key in self.full:
             return
         region = self._region(key, tensor)
@@ -704,7 +710,7 @@ class Coverage:
 
     def covered(self, tensor: torch.Tensor) -> bool:
         """Whether every element of ``tensor`` was written (true for a storage not watched)."""
-        key = _data_key(tensor) if not tensor.is_meta and tensor.numel() else None
+        key = _data_key(tensor) if not _on_meta(tensor) and tensor.numel() else None
         if key is None or key not in self.sizes or key in self.full:
             return True
         region = self._region(key, tensor)
@@ -830,7 +836,7 @@ def fill(
     _retarget_lazy(module, target)
     slots = _slots(module)
     dtensor = _dtensor_type()
-    if dtensor is not None and any(isinstance(slot.tensor, dtensor) and slot.tensor.is_meta for slot in slots):
+    if dtensor is not None and any(isinstance(slot.tensor, dtensor) and _on_meta(slot.tensor) for slot in slots):
         return _fill_sharded(module, target, init=init, redraw=redraw, call=call, loaded=loaded)
     unique: dict[int, torch.Tensor] = {}
     for slot in slots:
@@ -839,10 +845,10 @@ def fill(
     for slot in slots:
         if slot.path in loaded and id(slot.tensor) not in made:
             tensor = slot.tensor
-            made[id(tensor)] = _like(tensor, torch.empty_like(tensor, device=target)) if tensor.is_meta else tensor
+            made[id(tensor)] = _like(tensor, torch.empty_like(tensor, device=target)) if _on_meta(tensor) else tensor
     recorded: dict[int, tuple[_Recording, list[torch.Tensor]]] = {}
     for key, tensor in unique.items():
-        recording = getattr(tensor, _TAG, None) if tensor.is_meta and key not in made else None
+        recording = getattr(tensor, _TAG, None) if _on_meta(tensor) and key not in made else None
         if isinstance(recording, _Recording):
             recorded.setdefault(id(recording), (recording, []))[1].append(tensor)
     for recording, targets in recorded.values():
@@ -863,7 +869,7 @@ def fill(
     for key, tensor in unique.items():
         if key in made:
             continue
-        if tensor.is_meta:
+        if _on_meta(tensor):
             data = torch.empty_like(tensor, device=target)
             if not _zero_size(data):
                 fresh[_data_key(data)] = _nbytes(data)
@@ -978,11 +984,11 @@ def _fill_sharded(
             continue
         seen.add(id(slot.tensor))
         origin = origins.get((id(slot.owner), slot.table, slot.name), slot.tensor)
-        recording = getattr(origin, _TAG, None) if origin.is_meta else None
+        recording = getattr(origin, _TAG, None) if _on_meta(origin) else None
         if isinstance(recording, _Recording) and _storage_key(origin) not in recording.unwritten:
             by_recording.setdefault(id(recording), (recording, []))[1].append(origin)
             slot_of[id(origin)] = slot
-        elif slot.tensor.is_meta or slot.table != "__dict__":
+        elif _on_meta(slot.tensor) or slot.table != "__dict__":
             slot_of[id(origin)] = slot
     placed: set[int] = set()
 
@@ -996,7 +1002,7 @@ def _fill_sharded(
             piece = distribute_tensor(whole, tensor.device_mesh, tensor.placements, src_data_rank=None).to_local()
             with torch.no_grad():
                 tensor.to_local().copy_(piece)
-        elif tensor.is_meta:
+        elif _on_meta(tensor):
             slot.install(_like(tensor, whole))
         else:
             with torch.no_grad():
@@ -1010,7 +1016,7 @@ def _fill_sharded(
         if key in placed:
             continue
         tensor = slot.tensor
-        if tensor.is_meta:  # a plain tensor attribute: to_empty does not reach it
+        if _on_meta(tensor):  # a plain tensor attribute: to_empty does not reach it
             tensor = _like(tensor, torch.empty_like(tensor, device=target))
             slot.install(tensor)
         local = tensor.to_local() if isinstance(tensor, DTensor) else tensor
@@ -1033,7 +1039,7 @@ def _fill_sharded(
     names, kinds = [], []
     for slot in _slots(module):
         local = slot.tensor.to_local() if isinstance(slot.tensor, DTensor) else slot.tensor
-        bad = local.is_meta or (local.numel() and _data_key(local) in unwritten)
+        bad = _on_meta(local) or (local.numel() and _data_key(local) in unwritten)
         if bad and slot.path not in loaded and slot.path not in names:
             names.append(slot.path)
             kinds.append(slot.kind)
@@ -1048,7 +1054,7 @@ def _check_initialised(module: nn.Module, unwritten: set[int], call: str) -> Non
     seen: set[int] = set()
     for slot in _slots(module):
         tensor = slot.tensor
-        if tensor.is_meta:
+        if _on_meta(tensor):
             bad = True
         elif _zero_size(tensor) or tensor.device.type == "meta":
             bad = False

@@ -92,6 +92,10 @@ _PURE_WRITES = frozenset(
 )
 
 
+#: torch.nn.init's initialisers: they write their tensor without reading it
+_INITIALISERS = frozenset(name for name in dir(nn.init) if name.endswith("_") and not name.endswith("__"))
+
+
 class InitWatch:
     """Remembers the storages ``to_empty`` made and reports the first read of each one nothing wrote."""
 
@@ -143,7 +147,7 @@ class InitWatch:
             targets.extend(_tensors(kwargs["out"]))
         if name in _NEUTRAL or name in _COPIES:
             return targets
-        pure = name in _PURE_WRITES or getattr(func, "__module__", "") == "torch.nn.init" or "out" in kwargs
+        pure = name in _PURE_WRITES or name in _INITIALISERS or "out" in kwargs
         skip = {id(t) for t in targets} if pure else set()  # written, not read; `w.mul_(2)` reads w first
         for tensor in _tensors((args, kwargs)):
             if id(tensor) in skip:
