@@ -276,7 +276,20 @@ def deferred_fsdp(directory):
     other = ferry.distributed.wrap(other, strategy="fsdp")
     with checkpointer(directory) as ckpt:
         step = ckpt.restore({"model": other})
+    # a file saved by a plain process, read straight into the shards of a deferred FSDP2 model
+    torch.manual_seed(9)
+    plain = TinyLM()
+    file = Path(directory).parent / "plain.safetensors"
+    if dist.get_rank() == 0:
+        ferry.save(plain.state_dict(), file)
+    dist.barrier()
+    with ferry.deferred_init():
+        from_file = TinyLM()
+    from_file = ferry.distributed.wrap(from_file, strategy="fsdp")
+    ferry.load_state_dict(from_file, file, device="cpu")
     return {
+        "from_file": values(from_file),
+        "plain": values(plain),
         "on_meta": on_meta,
         "shards": shards(wrapped),
         "reference": reference,

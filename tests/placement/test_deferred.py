@@ -476,3 +476,11 @@ def test_a_manual_seed_inside_the_constructor_is_replayed_in_its_place() -> None
     assert_equal(built, made)
     assert torch.equal(torch.get_rng_state(), after_build)
     assert torch.manual_seed is not None
+
+
+def test_an_in_place_change_after_the_block_that_ferry_cannot_record_is_warned_about() -> None:
+    made = _deferred(lambda: nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4)))
+    with torch.no_grad():
+        made[0].weight.mul_(2)  # not through apply or nn.init: not recorded
+    with pytest.warns(ferry.PlacementWarning, match=r"0\.weight"):
+        ferry.materialize(made, "cpu")

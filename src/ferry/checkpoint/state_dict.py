@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -261,6 +262,25 @@ def load_state_dict(
             _mismatch_message(module, report, values, path, "nothing was loaded"), report=report
         )
 
+    sharded = _sharded_on_meta(targets)
+    if sharded and target_device is None:
+        raise ArgumentError(
+            f"{type(module).__name__} is sharded (FSDP2) while still on meta: its shards have no memory to load "
+            "into. Pass the device: ferry.load_state_dict(model, path, device=device), which gives each rank "
+            "its shards and reads them from the file."
+        )
+    if target_device is not None and sharded:
+        fill(
+            module,
+            target_device,
+            init=None,
+            given={},
+            redraw=False,
+            call="load_state_dict(..., device=...)",
+            loaded=frozenset(loadable),
+        )
+        _load_shards(module.state_dict(keep_vars=True), values, loadable, lazy, target_device)
+        return report
     if target_device is not None:
         if lazy is not None:
             given = lazy.read(targets, values, loadable, target_device)
@@ -345,6 +365,56 @@ class _LazyFile:
         with open_file(Path(self.file)) as (handle, _size), torch.no_grad():
             read_into(handle, self.header, pairs)
         return given
+
+    def read_one(self, value: torch.Tensor, destination: torch.Tensor) -> None:
+        """Read the entry ``value`` stands for into ``destination`` (its shape, any dtype and device)."""
+        from ferry.checkpoint.file.api import open_file
+        from ferry.checkpoint.file.reader import read_into
+
+        number = self.entry_of(value)
+        assert number is not None  # covers() held
+        with open_file(Path(self.file)) as (handle, _size), torch.no_grad():
+            read_into(handle, self.header, [(number, destination)])
+
+
+def _sharded_on_meta(targets: Mapping[str, Any]) -> bool:
+    """Whether some of ``targets`` are DTensor shards (FSDP2) still on meta."""
+    dtensor = getattr(sys.modules.get("torch.distributed.tensor"), "DTensor", None)
+    return dtensor is not None and any(isinstance(t, dtensor) and t.is_meta for t in targets.values())
+
+
+def _load_shards(
+    targets: Mapping[str, Any],
+    values: Mapping[str, Any],
+    loadable: Mapping[str, str],
+    lazy: _LazyFile | None,
+    device: torch.device,
+) -> None:
+    """Copy each loadable value into its target: this rank's piece into a DTensor shard, the whole into the rest.
+
+    A value from a file is read whole (one tensor at a time, checksums verified) and freed before the next.
+    """
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    done: set[int] = set()
+    for key, source_key in loadable.items():
+        target, value = targets[key], values[source_key]
+        if not isinstance(target, torch.Tensor) or id(target) in done:
+            continue
+        done.add(id(target))
+        if lazy is not None:
+            whole = torch.empty(value.shape, dtype=value.dtype, device=device)
+            lazy.read_one(value, whole)
+        else:
+            whole = value.detach().to(device)
+        whole = whole.to(target.dtype)
+        with torch.no_grad():
+            if isinstance(target, DTensor):
+                piece = distribute_tensor(whole, target.device_mesh, target.placements, src_data_rank=None)
+                target.to_local().copy_(piece.to_local())
+            else:
+                target.copy_(whole)
+        del whole
 
 
 def _place_values(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from torch.nn.parameter import is_lazy
 from torch.overrides import TorchFunctionMode
 
 from ferry.devices import DeviceLike, resolve_device
-from ferry.errors import ArgumentError, InitializationError
+from ferry.errors import ArgumentError, InitializationError, PlacementWarning
 
 __all__ = ["Coverage", "deferred_init", "fill", "materialize"]
 
@@ -218,6 +219,7 @@ class _Recording:
     """The torch calls of one ``deferred_init`` block, in the order they ran."""
 
     calls: list[_Call] = field(default_factory=list)
+    versions: dict[int, int] = field(default_factory=dict)  # id(meta tensor) -> its version after the last record
     entry: dict[str, torch.Tensor] = field(default_factory=dict)  # generator states when the block began
     exit: dict[str, torch.Tensor] = field(default_factory=dict)  # ... and when it ended
     replayed: bool = False
@@ -235,6 +237,10 @@ class _Recording:
         self.calls.append(_Call(func, args, dict(kwargs), torch.is_grad_enabled(), [], [], frozenset(), frozenset()))
 
     unwritten: set[int] = field(default_factory=set)  # storages made by torch.empty & co. and never written since
+
+    def changed_unseen(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Those of ``tensors`` changed in place since their last recorded call, by code ferry did not see."""
+        return [t for t in tensors if id(t) in self.versions and t._version != self.versions[id(t)]]
 
     def _needed(self, targets: list[torch.Tensor], *, draws_before: int) -> list[int]:
         """Indices of the calls ``targets`` depend on, plus the random calls up to ``draws_before`` not replayed."""
@@ -265,6 +271,11 @@ class _Recording:
         made = frozenset(_storage_key(t) for t in (*outputs, *writes) if _on_meta(t))
         self.calls.append(_Call(func, args, dict(kwargs), torch.is_grad_enabled(), outputs, reads, made, read))
         self.unwritten -= {_storage_key(t) for t in writes}
+        for tensor in (*outputs, *writes):
+            if _on_meta(tensor):
+                self.versions[id(tensor)] = tensor._version
+                if tensor._base is not None:  # a view shares its base's version counter
+                    self.versions[id(tensor._base)] = tensor._version
         if getattr(func, "__name__", "") in _EMPTY:
             self.unwritten |= {_storage_key(t) for t in outputs if _on_meta(t) and t.numel()}
         for tensor in outputs:
@@ -852,6 +863,7 @@ def fill(
         if isinstance(recording, _Recording):
             recorded.setdefault(id(recording), (recording, []))[1].append(tensor)
     for recording, targets in recorded.values():
+        _warn_unseen(recording, targets, slots)
         try:
             real = recording.replay(targets, target, redraw=redraw)
         except _Unreplayable:
@@ -897,6 +909,22 @@ def fill(
 def _nbytes(tensor: torch.Tensor) -> int:
     inner = getattr(tensor, "_elem", None)
     return _nbytes(inner) if isinstance(inner, torch.Tensor) else tensor.untyped_storage().nbytes()
+
+
+def _warn_unseen(recording: _Recording, targets: list[torch.Tensor], slots: list[_Slot]) -> None:
+    """Warn about tensors changed in place after their block by code ferry does not see: the change is lost."""
+    changed = {id(t) for t in recording.changed_unseen(targets)}
+    if not changed:
+        return
+    names = list(dict.fromkeys(slot.path for slot in slots if id(slot.tensor) in changed))
+    warnings.warn(
+        f"materialize: {len(names)} tensor(s) were changed in place after the deferred_init block, by code "
+        f"ferry does not record ({', '.join(names[:8])}{' ...' if len(names) > 8 else ''}): they are made as "
+        "the block made them, without that change. Make the change inside the block, through model.apply(fn) "
+        "or torch.nn.init (both recorded), or after ferry.materialize.",
+        PlacementWarning,
+        stacklevel=4,
+    )
 
 
 def _retarget_lazy(module: nn.Module, target: torch.device) -> None:
@@ -1010,6 +1038,7 @@ def _fill_sharded(
         placed.add(id(origin))
 
     for recording, targets in by_recording.values():
+        _warn_unseen(recording, targets, before)
         with contextlib.suppress(_Unreplayable):
             recording.replay(targets, target, redraw=redraw, on_ready=place)
     for key, slot in slot_of.items():

@@ -491,3 +491,4 @@ def test_a_deferred_model_sharded_on_meta_materialises_each_ranks_shards_and_res
         assert rank["restored_step"] == 3
         assert rank["restored"] == rank["made"]
         assert rank["tied"]
+        assert rank["from_file"] == rank["plain"]  # load_state_dict(device=) reads each rank's shards from the file
