@@ -128,3 +128,27 @@ def test_a_partial_write_leaves_the_rest_garbage_and_a_read_modify_write_reads_i
         model.to_empty(device="cpu")
         with torch.no_grad(), pytest.raises(InitializationError, match="weight"):
             model.weight.mul_(0.5)  # reads the garbage it scales
+
+
+def test_an_optimizer_step_on_parameters_nothing_wrote_is_a_read_and_setting_grad_is_not() -> None:
+    with ferry.sanitize():
+        with torch.device("meta"):
+            model = nn.Linear(2, 2)
+        model.to_empty(device="cpu")
+        torch.zeros_like(model.weight)  # shape and dtype only
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for parameter in model.parameters():
+            parameter.grad = torch.ones(parameter.shape)
+        with pytest.raises(InitializationError, match="opt|step"):
+            optimizer.step()
+
+
+def test_a_read_of_the_unwritten_part_says_the_tensor_was_written_in_part() -> None:
+    with ferry.sanitize():
+        with torch.device("meta"):
+            model = nn.Linear(4, 4)
+        model.to_empty(device="cpu")
+        with torch.no_grad():
+            model.weight[:2].zero_()
+        with pytest.raises(InitializationError, match="only part of weight"):
+            model.weight.sum()

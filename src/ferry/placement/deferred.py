@@ -36,7 +36,7 @@ from torch.overrides import TorchFunctionMode
 from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, InitializationError, PlacementWarning
 
-__all__ = ["Coverage", "deferred_init", "fill", "materialize"]
+__all__ = ["Coverage", "deferred_init", "fill", "materialize", "writes_values"]
 
 #: attribute set on each meta tensor a recording made: the recording that can replay it
 _TAG = "_ferry_recording"
@@ -173,6 +173,13 @@ def _on_meta(tensor: torch.Tensor) -> bool:
     return bool(tensor.is_meta) or tensor.device.type == "meta"
 
 
+def writes_values(func: Callable[..., Any]) -> bool:
+    """Whether an in-place call writes its tensor's values: not ``t.grad = g``, ``t.requires_grad = False``."""
+    if getattr(func, "__name__", "") != "__set__":
+        return True
+    return getattr(getattr(func, "__self__", None), "__name__", "data") == "data"
+
+
 def _storage_key(tensor: torch.Tensor) -> int:
     """One number per storage: views, ``.data`` and a ``Parameter`` share their base's (meta ones too)."""
     try:
@@ -270,7 +277,8 @@ class _Recording:
         reads = [t for t in _tensors((args, kwargs)) if _on_meta(t)]
         made = frozenset(_storage_key(t) for t in (*outputs, *writes) if _on_meta(t))
         self.calls.append(_Call(func, args, dict(kwargs), torch.is_grad_enabled(), outputs, reads, made, read))
-        self.unwritten -= {_storage_key(t) for t in writes}
+        if writes_values(func):
+            self.unwritten -= {_storage_key(t) for t in writes}
         for tensor in (*outputs, *writes):
             if _on_meta(tensor):
                 self.versions[id(tensor)] = tensor._version
@@ -757,8 +765,9 @@ class _WriteWatch(TorchFunctionMode):
         if getattr(func, "__name__", "") == "numpy":  # writes through NumPy are invisible: count the view as one
             targets.extend(_tensors(args[:1]))
         result = func(*args, **kwargs)
-        for tensor in targets:
-            self.coverage.note(tensor)
+        if writes_values(func):
+            for tensor in targets:
+                self.coverage.note(tensor)
         return result
 
 

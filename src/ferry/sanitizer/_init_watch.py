@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from ferry.errors import InitializationError
+from ferry.placement.deferred import Coverage, writes_values
 from ferry.sanitizer._frames import SourceLine, source_line, user_frame
 
 Tensor = torch.Tensor
@@ -42,7 +43,8 @@ _NEUTRAL = frozenset(
         "reshape_as __getitem__ t transpose permute expand expand_as flatten unflatten unsqueeze squeeze narrow "
         "select as_strided chunk split unbind movedim requires_grad_ retain_grad register_hook get_device "
         "_has_compatible_shallow_copy_type __repr__ __format__ __str__ __reduce_ex__ __deepcopy__ share_memory_ "
-        "pin_memory is_pinned"
+        "pin_memory is_pinned empty_like zeros_like ones_like full_like rand_like randn_like randint_like new_zeros "
+        "new_ones new_empty new_full new_empty_strided"
     ).split()
 )
 
@@ -100,8 +102,6 @@ class InitWatch:
     """Remembers the storages ``to_empty`` made and reports the first read of each one nothing wrote."""
 
     def __init__(self, emit: Any) -> None:
-        from ferry.placement.deferred import Coverage
-
         self.emit = emit
         self.coverage = Coverage()
         self.origins: dict[int, _Origin] = {}
@@ -145,6 +145,8 @@ class InitWatch:
             targets.extend(_tensors(first))
         if "out" in kwargs:
             targets.extend(_tensors(kwargs["out"]))
+        if not writes_values(func):
+            return []  # `p.grad = g`, `p.requires_grad = False`: values neither read nor written
         if name in _NEUTRAL or name in _COPIES:
             return targets
         pure = name in _PURE_WRITES or name in _INITIALISERS or "out" in kwargs
@@ -154,7 +156,8 @@ class InitWatch:
                 continue
             origin = self._garbage(tensor)
             if origin is not None:
-                self._report(func, origin)
+                key = _key(tensor)
+                self._report(func, origin, partly=key is not None and key in self.coverage.masks)
                 key = _key(tensor)
                 if key is not None:  # reported once per tensor
                     self.origins.pop(key, None)
@@ -175,7 +178,7 @@ class InitWatch:
                     if _key(tensor) not in (None, _key(args[0])):
                         self._remember(tensor, origin.name, origin.kind, origin.module, origin.where)
 
-    def _report(self, func: Any, origin: _Origin) -> None:
+    def _report(self, func: Any, origin: _Origin, *, partly: bool = False) -> None:
         frame = user_frame()
         if frame is None:
             return
@@ -184,8 +187,13 @@ class InitWatch:
         message = (
             f"to-empty-without-init: {op} at {where.described()} reads {origin.name} ({origin.kind}) of "
             f"{origin.module}, which holds whatever its memory held: {origin.where.described()} called to_empty(), "
-            f"which allocates without initialising, and nothing has written {origin.name} since (no "
-            "reset_parameters(), init function or load_state_dict filled it"
+            f"which allocates without initialising, and "
+            + (
+                f"only part of {origin.name} has been written since (the part read was not"
+                if partly
+                else f"nothing has written {origin.name} since (no reset_parameters(), init function or "
+                "load_state_dict filled it"
+            )
             + (
                 ", and a checkpoint never holds a non-persistent buffer"
                 if origin.kind == "non-persistent buffer"
