@@ -97,17 +97,16 @@ INITIALISERS = frozenset(
     }
 )
 
-#: Methods whose call on the module is a use of its values (or does nothing to them).
-USES = frozenset(
+#: Methods whose call on the module reads its values: a forward.
+USES = frozenset({"forward", "generate", "predict"})
+
+#: Methods that neither read nor write the values: the scan goes on past them.
+NEUTRAL = frozenset(
     {
-        "forward",
         "train",
         "eval",
-        "parameters",
-        "named_parameters",
-        "buffers",
-        "named_buffers",
-        "state_dict",
+        "requires_grad_",
+        "zero_grad",
         "to",
         "cuda",
         "cpu",
@@ -115,12 +114,15 @@ USES = frozenset(
         "float",
         "bfloat16",
         "double",
-        "requires_grad_",
-        "zero_grad",
-        "generate",
-        "predict",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "named_modules",
     }
 )
+
+#: Callees that write the values they are handed out to a file.
+SAVERS = frozenset({"save", "save_file", "save_model"})
 
 #: Methods whose result hands out the module's tensors: initialised if code they are passed to writes them
 #: (``dcp.load({"model": model.state_dict()})``, ``for p in model.parameters(): p.uniform_()``).
@@ -144,8 +146,6 @@ READERS = frozenset(
         "ASGD",
         "LBFGS",
         "SparseAdam",
-        "save",
-        "save_file",
         "len",
         "sum",
         "list",
@@ -228,25 +228,30 @@ def _writes_a_part(ctx: FileContext, node: ast.AST) -> bool:
         return isinstance(parent, ast.Call)  # a part handed to a call (nn.init.normal_(model.fc.weight))
 
 
-def _handed_to_a_writer(ctx: FileContext, call: ast.Call) -> bool:
-    """Whether the tensors ``call`` hands out go to code that may write them.
+def _hand_out(ctx: FileContext, call: ast.Call) -> str:
+    """Where the tensors ``call`` hands out (``model.state_dict()``, ``model.parameters()``) go.
 
-    A loop over them, or a call that is not an optimizer, a save or a plain reader.
+    ``"writer"``: a loop over them, a name or container that keeps them, or a call that may write them
+    (``dcp.load(...)``); ``"save"``: ``torch.save`` and the like, which write the values out; ``"reader"``: an
+    optimizer or a plain reader, which does not look at the values yet; ``"none"``: nowhere (a bare expression).
     """
     current: ast.AST = call
     while True:
         parent = ctx.parent(current)
-        if parent is None or (isinstance(parent, ast.stmt) and not isinstance(parent, ast.For | ast.Expr | ast.Assign)):
-            return False
-        if isinstance(parent, ast.For) and parent.iter is current:
-            return True
-        if isinstance(parent, ast.comprehension) and parent.iter is current:
-            return True
+        if parent is None:
+            return "none"
+        if isinstance(parent, ast.For | ast.comprehension) and parent.iter is current:
+            return "writer"
         if isinstance(parent, ast.Call) and parent.func is not current:
             callee = dotted(parent.func) or (parent.func.attr if isinstance(parent.func, ast.Attribute) else "")
-            return callee.rsplit(".", 1)[-1] not in READERS
+            last = callee.rsplit(".", 1)[-1]
+            if last in SAVERS:
+                return "save"
+            return "reader" if last in READERS else "writer"
+        if isinstance(parent, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.Return):
+            return "writer"  # kept in a name: what happens to it next is not followed
         if isinstance(parent, ast.stmt):
-            return False
+            return "none"
         current = parent
 
 
@@ -266,8 +271,15 @@ def _verdict(ctx: FileContext, name: str, call: ast.expr) -> tuple[str, ast.AST 
                     continue
                 if parent.attr in INITIALISERS:
                     return "init", None
-                if parent.attr in HANDS_OUT and _handed_to_a_writer(ctx, grand):
-                    return "escape", None
+                if parent.attr in HANDS_OUT:
+                    where = _hand_out(ctx, grand)
+                    if where == "writer":
+                        return "escape", None
+                    if where == "save":
+                        return ("load", loaded) if loaded is not None else ("use", grand)
+                    continue  # an optimizer built on them, a count: the values are not read yet
+                if parent.attr in NEUTRAL:
+                    continue  # train(), eval(), requires_grad_(), dtype conversions: no value is read
                 if parent.attr in USES:
                     return ("load", loaded) if loaded is not None else ("use", grand)
                 return "escape", None  # a method of its own: it may initialise
