@@ -36,7 +36,7 @@ from torch.overrides import TorchFunctionMode
 from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, InitializationError, PlacementWarning
 
-__all__ = ["Coverage", "deferred_init", "fill", "materialize", "writes_values"]
+__all__ = ["PURE_WRITES", "Coverage", "deferred_init", "fill", "materialize", "writes_values"]
 
 #: attribute set on each meta tensor a recording made: the recording that can replay it
 _TAG = "_ferry_recording"
@@ -171,6 +171,15 @@ def _draws_random(func: Callable[..., Any], kwargs: dict[str, Any]) -> bool:
 def _on_meta(tensor: torch.Tensor) -> bool:
     """Whether ``tensor`` is on ``meta`` (a wrapper tensor reports it through its device, not ``is_meta``)."""
     return bool(tensor.is_meta) or tensor.device.type == "meta"
+
+
+#: in-place operations that only write their target (its old values do not matter): the others (``mul_``,
+#: ``add_``, ``clamp_``) read it first
+PURE_WRITES = frozenset(
+    "fill_ zero_ copy_ normal_ uniform_ random_ bernoulli_ exponential_ geometric_ cauchy_ log_normal_ set_ "
+    "__setitem__ __set__ index_fill_ masked_fill_ index_copy_ masked_scatter_ scatter_ put_ resize_ "
+    "requires_grad_".split()
+)
 
 
 def writes_values(func: Callable[..., Any]) -> bool:
@@ -765,7 +774,9 @@ class _WriteWatch(TorchFunctionMode):
         if getattr(func, "__name__", "") == "numpy":  # writes through NumPy are invisible: count the view as one
             targets.extend(_tensors(args[:1]))
         result = func(*args, **kwargs)
-        if writes_values(func):
+        name = getattr(func, "__name__", "")
+        pure = name in PURE_WRITES or name in _INIT_FUNCTIONS or "out" in kwargs or name == "numpy"
+        if pure and writes_values(func):  # `w.mul_(0)` keeps garbage (NaN * 0 is NaN): not an initialisation
             for tensor in targets:
                 self.coverage.note(tensor)
         return result

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from ferry.errors import InitializationError
-from ferry.placement.deferred import Coverage, writes_values
+from ferry.placement.deferred import PURE_WRITES, Coverage, writes_values
 from ferry.sanitizer._frames import SourceLine, source_line, user_frame
 
 Tensor = torch.Tensor
@@ -85,15 +85,6 @@ class _Origin:
     where: SourceLine
 
 
-#: in-place operations that only write their target (its old values do not matter): the others (``mul_``,
-#: ``add_``, ``clamp_``) read it first
-_PURE_WRITES = frozenset(
-    "fill_ zero_ copy_ normal_ uniform_ random_ bernoulli_ exponential_ geometric_ cauchy_ log_normal_ set_ "
-    "__setitem__ __set__ index_fill_ masked_fill_ index_copy_ masked_scatter_ scatter_ put_ resize_ "
-    "requires_grad_".split()
-)
-
-
 #: torch.nn.init's initialisers: they write their tensor without reading it
 _INITIALISERS = frozenset(name for name in dir(nn.init) if name.endswith("_") and not name.endswith("__"))
 
@@ -149,7 +140,7 @@ class InitWatch:
             return []  # `p.grad = g`, `p.requires_grad = False`: values neither read nor written
         if name in _NEUTRAL or name in _COPIES:
             return targets
-        pure = name in _PURE_WRITES or name in _INITIALISERS or "out" in kwargs
+        pure = name in PURE_WRITES or name in _INITIALISERS or "out" in kwargs
         skip = {id(t) for t in targets} if pure else set()  # written, not read; `w.mul_(2)` reads w first
         for tensor in _tensors((args, kwargs)):
             if id(tensor) in skip:
