@@ -139,7 +139,7 @@ def test_an_optimizer_step_on_parameters_nothing_wrote_is_a_read_and_setting_gra
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for parameter in model.parameters():
             parameter.grad = torch.ones(parameter.shape)
-        with pytest.raises(InitializationError, match="opt|step"):
+        with pytest.raises(InitializationError, match=r"opt|step"):
             optimizer.step()
 
 
