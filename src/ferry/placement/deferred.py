@@ -168,6 +168,11 @@ def _draws_random(func: Callable[..., Any], kwargs: dict[str, Any]) -> bool:
     return name in _RANDOM or "generator" in kwargs or func in _INIT_FUNCTION_SET
 
 
+def _quiet() -> contextlib.AbstractContextManager[None]:
+    """No torch-function handling (modes, subclasses) for ferry's own bookkeeping: it looks, it does not compute."""
+    return torch._C.DisableTorchFunction()
+
+
 def _on_meta(tensor: torch.Tensor) -> bool:
     """Whether ``tensor`` is on ``meta`` (a wrapper tensor reports it through its device, not ``is_meta``)."""
     return bool(tensor.is_meta) or tensor.device.type == "meta"
@@ -421,17 +426,20 @@ class _RecordingMode(TorchFunctionMode):
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        read = _meta_storages((args, kwargs)) if not _STATE.inside else frozenset()
+        with _quiet():
+            read = _meta_storages((args, kwargs)) if not _STATE.inside else frozenset()
         _STATE.inside += 1
         try:
             result = func(*args, **kwargs)
-            if (
-                isinstance(result, torch.Tensor)
-                and _on_meta(result)
-                and result.numel() == 0
-                and "device" not in kwargs
-                and not any(True for _ in _tensors((args, kwargs)))
-            ):
+            with _quiet():
+                empty_factory = (
+                    isinstance(result, torch.Tensor)
+                    and _on_meta(result)
+                    and result.numel() == 0
+                    and "device" not in kwargs
+                    and not any(True for _ in _tensors((args, kwargs)))
+                )
+            if empty_factory:
                 # An empty factory result needs no memory: make it where a normal build would, so code probing the
                 # default device with torch.tensor([]) (transformers does, to skip initialising on meta) builds
                 # and initialises as usual, and the initialisation is recorded.
@@ -440,17 +448,20 @@ class _RecordingMode(TorchFunctionMode):
         finally:
             _STATE.inside -= 1
         if not _STATE.inside:
-            self.recording.note(func, args, kwargs, result, read)
+            with _quiet():
+                self.recording.note(func, args, kwargs, result, read)
         return result
 
 
 def _recording_parameter_new(
     cls: type[nn.Parameter], data: torch.Tensor | None = None, requires_grad: bool = True
 ) -> nn.Parameter:
-    read = _meta_storages(data)
+    with _quiet():
+        read = _meta_storages(data)
     parameter = _ORIGINAL_PARAMETER_NEW(cls, data, requires_grad)
-    if _STATE.recordings and not _STATE.inside and _on_meta(parameter):
-        _STATE.recordings[-1].note(_make_parameter, (cls, data, requires_grad), {}, parameter, read)
+    with _quiet():
+        if _STATE.recordings and not _STATE.inside and _on_meta(parameter):
+            _STATE.recordings[-1].note(_make_parameter, (cls, data, requires_grad), {}, parameter, read)
     return parameter
 
 
@@ -480,13 +491,15 @@ def _recorded_whole(original: Callable[..., Any]) -> Callable[..., Any]:
         recording = _STATE.recordings[-1] if _STATE.recordings else _recording_in((args, kwargs))
         if recording is None:
             return original(*args, **kwargs)
-        read = _meta_storages((args, kwargs))
+        with _quiet():
+            read = _meta_storages((args, kwargs))
         _STATE.inside += 1
         try:
             result = original(*args, **kwargs)
         finally:
             _STATE.inside -= 1
-        recording.note(original, args, kwargs, result, read)
+        with _quiet():
+            recording.note(original, args, kwargs, result, read)
         return result
 
     initialiser.__name__ = original.__name__
