@@ -36,7 +36,17 @@ from torch.overrides import TorchFunctionMode
 from ferry.devices import DeviceLike, resolve_device
 from ferry.errors import ArgumentError, InitializationError, PlacementWarning
 
-__all__ = ["PURE_WRITES", "Coverage", "deferred_init", "fill", "materialize", "writes_values"]
+__all__ = [
+    "PURE_WRITES",
+    "Coverage",
+    "data_key",
+    "deferred_init",
+    "fill",
+    "materialize",
+    "tensors_in",
+    "writes_values",
+    "written_by",
+]
 
 #: attribute set on each meta tensor a recording made: the recording that can replay it
 _TAG = "_ferry_recording"
@@ -75,27 +85,27 @@ _PATCH_USERS = 0
 _ORIGINAL_PARAMETER_NEW = nn.Parameter.__new__
 
 
-def _tensors(value: Any) -> Iterator[torch.Tensor]:
-    """Every tensor in ``value``, through tuples, lists and dicts, in order."""
+def tensors_in(value: Any) -> Iterator[torch.Tensor]:
+    """Every tensor in ``value``, through tuples, lists and dicts, in order (shared with the sanitizer)."""
     if isinstance(value, torch.Tensor):
         yield value
     elif isinstance(value, (tuple, list)):
         for item in value:
-            yield from _tensors(item)
+            yield from tensors_in(item)
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _tensors(item)
+            yield from tensors_in(item)
 
 
-def _written(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+def written_by(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
     """The tensors a torch call changes in place: its first argument for ``name_`` and in-place dunders, ``out=``."""
     name = getattr(func, "__name__", "")
     targets: list[torch.Tensor] = []
     if (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_DUNDERS:
         first = args[0] if args else kwargs.get("tensor", kwargs.get("input", kwargs.get("self")))
-        targets.extend(_tensors(first))
+        targets.extend(tensors_in(first))
     if "out" in kwargs:
-        targets.extend(_tensors(kwargs["out"]))
+        targets.extend(tensors_in(kwargs["out"]))
     return targets
 
 
@@ -203,17 +213,17 @@ def _storage_key(tensor: torch.Tensor) -> int:
         return _storage_key(inner) if isinstance(inner, torch.Tensor) else id(tensor)
 
 
-def _data_key(tensor: torch.Tensor) -> int:
+def data_key(tensor: torch.Tensor) -> int:
     """The address of a real tensor's storage (a wrapper subclass's: of the tensor it wraps)."""
     try:
         return tensor.untyped_storage().data_ptr()
-    except RuntimeError:
+    except (RuntimeError, NotImplementedError, ValueError):  # wrapper subclasses, sparse, lazy parameters
         inner = getattr(tensor, "_elem", None)
-        return _data_key(inner) if isinstance(inner, torch.Tensor) else id(tensor)
+        return data_key(inner) if isinstance(inner, torch.Tensor) else id(tensor)
 
 
 def _meta_storages(value: Any) -> frozenset[int]:
-    return frozenset(_storage_key(t) for t in _tensors(value) if _on_meta(t))
+    return frozenset(_storage_key(t) for t in tensors_in(value) if _on_meta(t))
 
 
 def _make_parameter(cls: type[nn.Parameter], data: torch.Tensor | None, requires_grad: bool) -> nn.Parameter:
@@ -284,11 +294,11 @@ class _Recording:
         result: Any,
         read: frozenset[int],
     ) -> None:
-        outputs = list(_tensors(result))
-        writes = [t for t in _written(func, args, kwargs) if _on_meta(t)]
+        outputs = list(tensors_in(result))
+        writes = [t for t in written_by(func, args, kwargs) if _on_meta(t)]
         if not writes and not any(_on_meta(t) for t in outputs):
             return  # a query (size, dim, repr) or a call on real tensors: nothing to replay
-        reads = [t for t in _tensors((args, kwargs)) if _on_meta(t)]
+        reads = [t for t in tensors_in((args, kwargs)) if _on_meta(t)]
         made = frozenset(_storage_key(t) for t in (*outputs, *writes) if _on_meta(t))
         self.calls.append(_Call(func, args, dict(kwargs), torch.is_grad_enabled(), outputs, reads, made, read))
         if writes_values(func):
@@ -399,7 +409,7 @@ class _Recording:
                 kwargs = substitute(call.kwargs)
                 with torch.set_grad_enabled(call.grad_enabled):
                     result = call.func(*args, **kwargs)
-                for recorded, made in zip(call.outputs, _tensors(result), strict=False):
+                for recorded, made in zip(call.outputs, tensors_in(result), strict=False):
                     if _on_meta(recorded):
                         real[id(recorded)] = made
                 for tensor in (*call.reads, *call.outputs):
@@ -437,7 +447,7 @@ class _RecordingMode(TorchFunctionMode):
                     and _on_meta(result)
                     and result.numel() == 0
                     and "device" not in kwargs
-                    and not any(True for _ in _tensors((args, kwargs)))
+                    and not any(True for _ in tensors_in((args, kwargs)))
                 )
             if empty_factory:
                 # An empty factory result needs no memory: make it where a normal build would, so code probing the
@@ -554,7 +564,7 @@ _ORIGINAL_INTERNAL_APPLY = nn.Module._apply
 
 def _recording_in(value: Any) -> _Recording | None:
     """The recording of the first recorded meta tensor in ``value`` (a tensor, or a module's), or None."""
-    tensors = (*value.parameters(), *value.buffers()) if isinstance(value, nn.Module) else _tensors(value)
+    tensors = (*value.parameters(), *value.buffers()) if isinstance(value, nn.Module) else tensors_in(value)
     for tensor in tensors:
         if _on_meta(tensor):
             recording = getattr(tensor, _TAG, None)
@@ -717,7 +727,7 @@ class Coverage:
         """Watch ``tensor``'s storage (nothing written yet); return its address, or None for an empty tensor."""
         if not tensor.numel() or _on_meta(tensor):
             return None
-        key = _data_key(tensor)
+        key = data_key(tensor)
         self.sizes[key] = _nbytes(tensor)
         self.full.discard(key)
         self.masks.pop(key, None)
@@ -738,7 +748,7 @@ class Coverage:
 
     def note(self, tensor: torch.Tensor) -> None:
         """``tensor`` (or the view it is) was written."""
-        key = _data_key(tensor) if not _on_meta(tensor) else None
+        key = data_key(tensor) if not _on_meta(tensor) else None
         if key is None or key not in self.sizes or key in self.full:
             return
         region = self._region(key, tensor)
@@ -751,7 +761,7 @@ class Coverage:
 
     def covered(self, tensor: torch.Tensor) -> bool:
         """Whether every element of ``tensor`` was written (true for a storage not watched)."""
-        key = _data_key(tensor) if not _on_meta(tensor) and tensor.numel() else None
+        key = data_key(tensor) if not _on_meta(tensor) and tensor.numel() else None
         if key is None or key not in self.sizes or key in self.full:
             return True
         region = self._region(key, tensor)
@@ -783,9 +793,9 @@ class _WriteWatch(TorchFunctionMode):
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
-        targets = _written(func, args, kwargs)
+        targets = written_by(func, args, kwargs)
         if getattr(func, "__name__", "") == "numpy":  # writes through NumPy are invisible: count the view as one
-            targets.extend(_tensors(args[:1]))
+            targets.extend(tensors_in(args[:1]))
         result = func(*args, **kwargs)
         name = getattr(func, "__name__", "")
         pure = name in PURE_WRITES or name in _INIT_FUNCTIONS or "out" in kwargs or name == "numpy"
@@ -917,7 +927,7 @@ def fill(
         if _on_meta(tensor):
             data = torch.empty_like(tensor, device=target)
             if not _zero_size(data):
-                fresh[_data_key(data)] = _nbytes(data)
+                fresh[data_key(data)] = _nbytes(data)
         else:
             data = tensor.detach().to(target) if tensor.device != target else tensor
         made[key] = _like(tensor, data) if data is not tensor else tensor
@@ -927,7 +937,7 @@ def fill(
     if fresh:
         owners: dict[int, nn.Module] = {}
         for slot in _slots(module):
-            if slot.table != "__dict__" and not _zero_size(slot.tensor) and _data_key(slot.tensor) in fresh:
+            if slot.table != "__dict__" and not _zero_size(slot.tensor) and data_key(slot.tensor) in fresh:
                 owners.setdefault(id(slot.owner), slot.owner)
         with torch.device(target), watch:
             for owner in owners.values():
@@ -1083,13 +1093,13 @@ def _fill_sharded(
             slot.install(tensor)
         local = tensor.to_local() if isinstance(tensor, DTensor) else tensor
         if local.numel():
-            fresh[_data_key(local)] = _nbytes(local)
+            fresh[data_key(local)] = _nbytes(local)
     watch = _WriteWatch(fresh)
     if fresh:
         owners: dict[int, nn.Module] = {}
         for slot in _slots(module):
             local = slot.tensor.to_local() if isinstance(slot.tensor, DTensor) else slot.tensor
-            if slot.table != "__dict__" and local.numel() and _data_key(local) in fresh:
+            if slot.table != "__dict__" and local.numel() and data_key(local) in fresh:
                 owners.setdefault(id(slot.owner), slot.owner)
         with torch.device(target), watch:
             for owner in owners.values():
@@ -1101,7 +1111,7 @@ def _fill_sharded(
     names, kinds = [], []
     for slot in _slots(module):
         local = slot.tensor.to_local() if isinstance(slot.tensor, DTensor) else slot.tensor
-        bad = _on_meta(local) or (local.numel() and _data_key(local) in unwritten)
+        bad = _on_meta(local) or (local.numel() and data_key(local) in unwritten)
         if bad and slot.path not in loaded and slot.path not in names:
             names.append(slot.path)
             kinds.append(slot.kind)
@@ -1121,7 +1131,7 @@ def _check_initialised(module: nn.Module, unwritten: set[int], call: str) -> Non
         elif _zero_size(tensor) or tensor.device.type == "meta":
             bad = False
         else:
-            bad = _data_key(tensor) in unwritten
+            bad = data_key(tensor) in unwritten
         if bad and id(tensor) not in seen:
             seen.add(id(tensor))
             names.append(slot.path or slot.name)

@@ -16,7 +16,6 @@ so the cost elsewhere is one truth test per operation.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,16 +23,10 @@ import torch
 from torch import nn
 
 from ferry.errors import InitializationError
-from ferry.placement.deferred import PURE_WRITES, Coverage, writes_values
+from ferry.placement.deferred import PURE_WRITES, Coverage, data_key, tensors_in, writes_values, written_by
 from ferry.sanitizer._frames import SourceLine, source_line, user_frame
 
 Tensor = torch.Tensor
-
-#: in-place dunder methods and their target (the first argument)
-_INPLACE_DUNDERS = frozenset(
-    "__setitem__ __set__ __iadd__ __isub__ __imul__ __itruediv__ __ifloordiv__ __imod__ __ipow__ __iand__ __ior__ "
-    "__ixor__ __ilshift__ __irshift__ __imatmul__".split()
-)
 
 #: operations that only look at a tensor's metadata or make a view of it: not a read of its values
 _NEUTRAL = frozenset(
@@ -54,25 +47,11 @@ _COPIES = frozenset(
 )
 
 
-def _tensors(value: Any) -> Iterator[Tensor]:
-    if isinstance(value, Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
-
-
 def _key(tensor: Tensor) -> int | None:
+    """The address of ``tensor``'s storage, or None for a meta or empty one (nothing to watch)."""
     if tensor.is_meta or not tensor.numel():
         return None
-    try:
-        return tensor.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):  # tensors without a plain storage (sparse, wrapper subclasses)
-        inner = getattr(tensor, "_elem", None)  # the pretend GPU's tensors wrap a CPU tensor
-        return _key(inner) if isinstance(inner, Tensor) else None
+    return data_key(tensor)
 
 
 @dataclass(frozen=True)
@@ -130,19 +109,14 @@ class InitWatch:
     def before(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Tensor]:
         """Check ``func``'s reads; return the tensors it writes (noted by :meth:`after`)."""
         name = getattr(func, "__name__", "")
-        targets: list[Tensor] = []
-        if (name.endswith("_") and not name.endswith("__")) or name in _INPLACE_DUNDERS:
-            first = args[0] if args else kwargs.get("tensor", kwargs.get("input", kwargs.get("self")))
-            targets.extend(_tensors(first))
-        if "out" in kwargs:
-            targets.extend(_tensors(kwargs["out"]))
+        targets = written_by(func, args, kwargs)
         if not writes_values(func):
             return []  # `p.grad = g`, `p.requires_grad = False`: values neither read nor written
         if name in _NEUTRAL or name in _COPIES:
             return targets
         pure = name in PURE_WRITES or name in _INITIALISERS or "out" in kwargs
         skip = {id(t) for t in targets} if pure else set()  # written, not read; `w.mul_(2)` reads w first
-        for tensor in _tensors((args, kwargs)):
+        for tensor in tensors_in((args, kwargs)):
             if id(tensor) in skip:
                 continue
             origin = self._garbage(tensor)
@@ -165,7 +139,7 @@ class InitWatch:
         if getattr(func, "__name__", "") in _COPIES and args and isinstance(args[0], Tensor):
             origin = self._garbage(args[0])
             if origin is not None:
-                for tensor in _tensors(result):
+                for tensor in tensors_in(result):
                     if _key(tensor) not in (None, _key(args[0])):
                         self._remember(tensor, origin.name, origin.kind, origin.module, origin.where)
 
