@@ -549,6 +549,11 @@ def _collated(val: Val) -> Val:
         # an item the analysis cannot place is still an item of the batch: where the loop's evidence puts it
         items = (_collated(item) for item in val.items)
         return Val("tuple", items=tuple(Val("batch", item=True) if i.what == "unknown" else i for i in items))
+    if val.what == "dict":  # `return {key: torch.tensor(v) for ...}`: a dict of batches, each where its values are
+        values = [v for _, v in val.keys] or ([val.element] if val.element is not None else [])
+        places = {_collated(v).where for v in values}
+        if len(places) == 1 and None not in places:
+            return Val("dict", element=Val("tensor", places.pop()))
     return UNKNOWN
 
 
@@ -730,6 +735,10 @@ class _Flow(CallsMixin):
                 caller = self.ctx.enclosing_function(node)
                 if caller is not callee:
                     callers.setdefault(callee, set()).add(caller if caller is not None else self.ctx.tree)
+            elif isinstance(node.func, ast.Attribute) and (
+                (own := self._own_method(node.func, self.ctx.enclosing_function(node))) is not None
+            ):
+                callers.setdefault(own, set()).add(self.ctx.enclosing_function(node) or self.ctx.tree)
             elif isinstance(node.func, ast.Name) and node.func.id in self.ctx.kinds.classes:
                 # `Trainer(model, dataset)`: its methods see what the scope that builds it passes
                 cls = self.ctx.kinds.classes[node.func.id]
@@ -829,6 +838,9 @@ class _Flow(CallsMixin):
         """
         if not isinstance(func.value, ast.Name):
             return None
+        own = self._own_method(func)
+        if own is not None:
+            return own
         values = list(self.ctx.kinds.assigned_values(func.value.id))
         built = {v.func.id for v in values if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)}
         if not values or len(built) != 1 or len(values) != sum(isinstance(v, ast.Call) for v in values):
@@ -838,6 +850,26 @@ class _Flow(CallsMixin):
             return None
         method = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
         return method if method is not None and not method.decorator_list else None
+
+    def _own_method(self, func: ast.Attribute, caller: ast.AST | None = None) -> ast.FunctionDef | None:
+        """``self.<name>`` called inside a method of a plain class: the class's own undecorated method of that name.
+
+        ``def train(self, epoch): self.iteration(epoch, self.train_data)``: the method sees what each of its
+        class's methods passes, as a call on an instance does (``caller``: the calling function; default: the scope
+        being read).
+        """
+        scope = caller if caller is not None else self.scope
+        if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) or not isinstance(func.value, ast.Name):
+            return None
+        if not scope.args.args or scope.args.args[0].arg != func.value.id or scope.decorator_list:
+            return None
+        cls = self.ctx.enclosing_class(scope)
+        if cls is None or scope not in cls.body or not self._plain_class(cls):
+            return None
+        method = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
+        if method is None or method is scope or method.decorator_list or method.name.startswith("__"):
+            return None
+        return method
 
     def record_method_call(
         self, node: ast.Call, method: ast.FunctionDef, args: list[Val], kwargs: dict[str | None, Val]
@@ -1009,8 +1041,10 @@ class _Flow(CallsMixin):
             shape = shapes.pop()
             if shape.what == "tuple" and any(item.where is not None for item in shape.items):
                 self._datasets[cls] = Val("dataset", items=shape.items)
-            elif shape.what == "tensor" and shape.where is not None:
-                self._datasets[cls] = Val("dataset", shape.where)
+            elif shape.what == "tensor" and shape.where is not None:  # each batch one tensor, stacked
+                self._datasets[cls] = Val("dataset", shape.where, item=True)
+            elif shape.what == "dict" and shape.element is not None:
+                self._datasets[cls] = Val("dataset", shape.element.where)
         return self._datasets[cls]
 
     def record_call(
@@ -1758,6 +1792,8 @@ class _Flow(CallsMixin):
     def _element(self, iterable: ast.expr | None, val: Val) -> Val:
         """What iterating over ``iterable`` (of value ``val``) gives."""
         if val.what == "loader":
+            if val.item and val.where is not None:  # a dataset whose items are single tensors: each batch one tensor
+                return Val("tensor", val.where)
             return Val("tuple", items=val.items) if val.items else Val("batch", val.where)
         if val.what == "batch":  # `x, y = batch`, `for x in batch`: a tensor of the batch
             return Val("tensor", val.where)
@@ -1779,6 +1815,9 @@ class _Flow(CallsMixin):
                 owner = self._peek(func.value)
                 if owner.what == "dict" and owner.element is not None:
                     return owner.element if func.attr == "values" else Val("tuple", items=(UNKNOWN, owner.element))
+                if owner.what == "batch" and owner.where is not None:  # a dict batch: each value a tensor there
+                    value = Val("tensor", owner.where)
+                    return value if func.attr == "values" else Val("tuple", items=(UNKNOWN, value))
             relayed = self._relayed(iterable)
             if relayed is not None:  # `metric_logger.log_every(data_loader, 10)`: the loader's batches
                 return self._element(relayed, self._peek(relayed))

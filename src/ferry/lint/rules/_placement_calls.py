@@ -109,6 +109,7 @@ class CallsMixin(DevicesMixin):
         def instance_attributes(self, cls: ast.ClassDef) -> dict[str, Val]: ...
         def dataset(self, cls: ast.ClassDef) -> Val: ...
         def _peek(self, node: ast.expr) -> Val: ...
+        def _element(self, iterable: ast.expr | None, val: Val) -> Val: ...
         def record_construction(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> None: ...
         def plain_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
         def record_method_call(
@@ -502,6 +503,11 @@ class CallsMixin(DevicesMixin):
             return Val("module", where, fresh=where == HOST, params=True)
         if full in self.ctx.kinds.classes and not self.ctx.kinds.class_is_module(full):
             self.record_construction(node, args, kwargs)
+            relayed = self._relayed_argument(full, node)
+            if relayed is not None:  # `_Progress(enumerate(loader), total)`: iterating it gives the loader's items
+                element = self._element(relayed, self._peek(relayed))
+                if element.what in ("tuple", "batch", *TENSORISH):
+                    return Val("seq", element=element)
         if full in self.ctx.kinds.classes and self._dataset_class(full):
             return self.dataset(self.ctx.kinds.classes[full])
         if full.startswith("torchvision.datasets.") and last[:1].isupper():
@@ -531,6 +537,42 @@ class CallsMixin(DevicesMixin):
                 return Val("module", params=params)
             return Val("module", made_here, fresh=made_here == HOST, params=params)
         return None
+
+    def _relayed_argument(self, name: str, node: ast.Call) -> ast.expr | None:
+        """The argument of this construction of the plain class ``name`` whose items iterating the object gives.
+
+        A progress or logging wrapper around a loader: ``__init__`` keeps a parameter (``self.iterable =
+        iterable``) and ``__iter__`` gives its items as they come (``return iter(self.iterable)``, ``yield from
+        self.iterable``, ``for item in self.iterable: yield item``).
+        """
+        cls = self.ctx.kinds.classes[name]
+        methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef)}
+        init, iterate = methods.get("__init__"), methods.get("__iter__")
+        if init is None or iterate is None or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        kept = _kept_attribute(iterate)
+        if kept is None:
+            return None
+        params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+        keyword_only = [a.arg for a in init.args.kwonlyargs]
+        source = next(
+            (
+                stmt.value.id
+                for stmt in init.body
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name)
+                for target in stmt.targets
+                if isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and target.attr == kept
+            ),
+            None,
+        )
+        if source is None or source not in params + keyword_only:
+            return None
+        if source in params and params.index(source) < len(node.args):
+            return node.args[params.index(source)]
+        return next((k.value for k in node.keywords if k.arg == source), None)
 
     def _dataset_class(self, name: str, depth: int = 0) -> bool:
         """Whether the class ``name`` of the file is a map-style ``torch.utils.data`` dataset (not a module).
@@ -581,7 +623,7 @@ class CallsMixin(DevicesMixin):
             return UNKNOWN
         dataset = args[0] if args else kwargs.get("dataset", UNKNOWN)
         if dataset.what == "dataset":
-            return Val("loader", dataset.where, items=dataset.items)
+            return Val("loader", dataset.where, items=dataset.items, item=dataset.item)
         return Val("loader")
 
     def _pinned(self, node: ast.Call) -> bool:
@@ -1194,6 +1236,40 @@ class CallsMixin(DevicesMixin):
     def reading_method(self, name: str) -> bool:
         """Whether ``name`` is a method of the file's module classes that leaves its module where it is."""
         return _reading_method(self.ctx, name)
+
+
+def _kept_attribute(method: ast.FunctionDef) -> str | None:
+    """``X`` where an ``__iter__`` gives the items of ``self.X`` unchanged, else ``None``."""
+    body = [s for s in method.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1:
+        return None
+    stmt = body[0]
+
+    def own(node: ast.expr | None) -> str | None:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            return node.attr
+        return None
+
+    if isinstance(stmt, ast.Return) and isinstance(stmt.value, ast.Call) and not stmt.value.keywords:
+        call = stmt.value
+        if isinstance(call.func, ast.Name) and call.func.id == "iter" and len(call.args) == 1:
+            return own(call.args[0])  # `return iter(self.iterable)`
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "__iter__" and not call.args:
+            return own(call.func.value)  # `return self.iterable.__iter__()`
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.YieldFrom):
+        return own(stmt.value.value)  # `yield from self.iterable`
+    if (
+        isinstance(stmt, ast.For)
+        and isinstance(stmt.target, ast.Name)
+        and len(stmt.body) == 1
+        and not stmt.orelse
+        and isinstance(stmt.body[0], ast.Expr)
+        and isinstance(stmt.body[0].value, ast.Yield)
+        and isinstance(stmt.body[0].value.value, ast.Name)
+        and stmt.body[0].value.value.id == stmt.target.id
+    ):
+        return own(stmt.iter)  # `for item in self.iterable: yield item`
+    return None
 
 
 def _moving_override(method: ast.stmt) -> bool:

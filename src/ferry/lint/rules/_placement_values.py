@@ -129,7 +129,8 @@ class Val:
         part: A module moved to the device whose layer ``part`` (``model.fc``, ``model[2]``) was then replaced by
             one built on the host: its other layers are on the device, that one is not.
         item: A ``"batch"`` that is one item of a collated tuple (``images`` of ``images, targets, lengths``): a
-            tensor once its place is known, where a whole batch may still be a structure to unpack.
+            tensor once its place is known, where a whole batch may still be a structure to unpack. For a
+            ``"dataset"``/``"loader"``: each item (each batch) is one tensor (``__getitem__`` returns a tensor).
         keys: For a ``"dict"`` whose keys are all strings known here (``{"image": x, "mask": y}``, the ``**kwargs``
             a call passes): each key's value, read by ``d["image"]``.
     """

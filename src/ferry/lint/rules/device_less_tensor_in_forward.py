@@ -664,6 +664,11 @@ class Flow:
             if not _tensor_function(full) or full in MIXING_ALLOWED:
                 return None
             return self._combine(node, self._tensor_arguments(node))
+        if isinstance(func, ast.Subscript) and _submodule(func.value):
+            held = ctx.kind(func.value)  # `self.layers[i](x)`: a layer of a ModuleList/ModuleDict of the module
+            if held is not None and held.is_module:
+                self._module_call(node)
+                return Dev("input")
         callee = ctx.kind(func)
         if callee is not None and callee.is_module:
             if not _submodule(func):
@@ -1113,6 +1118,29 @@ def _device_holder(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDe
     return name
 
 
+def _device_expression(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> str | None:
+    """What the fix writes after ``device=`` for the input ``name`` of ``func``; ``None``: no safe choice.
+
+    The device the function moves that input to, where it is kept by the module (``torch.LongTensor(log_seqs)
+    .to(self.dev)``: ``self.dev``; the input may be a NumPy array, which has no ``.device``); else
+    ``<holder>.device`` (see :func:`_device_holder`).
+    """
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "to"
+            and len(node.args) == 1
+            and not node.keywords
+            and isinstance(node.args[0], ast.Attribute)
+            and _self_chain(node.args[0])
+            and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.func.value))
+        ):
+            return ctx.segment(node.args[0])
+    holder = _device_holder(ctx, func, name)
+    return None if holder is None else f"{holder}.device"
+
+
 def _fix(ctx: FileContext, flow: Flow, meeting: Meeting) -> Fix | None:
     """``device=<input>.device`` added to the factory, when its function has that one input tensor."""
     origin = meeting.origin
@@ -1120,8 +1148,8 @@ def _fix(ctx: FileContext, flow: Flow, meeting: Meeting) -> Fix | None:
     inputs = sorted(flow.inputs(func)) if func is not None else []
     if func is None or len(inputs) != 1 or not flow.stays_on_input(func, inputs[0]):
         return None
-    name = _device_holder(ctx, func, inputs[0])
-    if name is None:
+    device = _device_expression(ctx, func, inputs[0])
+    if device is None:
         return None
     factory = ctx.call_name(origin) or ""
     if factory == "torch.from_numpy" or not factory[len("torch.") :][:1].islower():
@@ -1129,11 +1157,11 @@ def _fix(ctx: FileContext, flow: Flow, meeting: Meeting) -> Fix | None:
     last = max([*origin.args, *(kw.value for kw in origin.keywords)], key=_position, default=None)
     if last is None:
         at = (origin.end_lineno or origin.lineno, (origin.end_col_offset or 1) - 1)
-        text = f"device={name}.device"
+        text = f"device={device}"
     else:
         at = (last.end_lineno or last.lineno, last.end_col_offset or 0)
-        text = f", device={name}.device"
-    return Fix(f"Create it on `{name}.device`", (Edit(at, at, text),))
+        text = f", device={device}"
+    return Fix(f"Create it on `{device}`", (Edit(at, at, text),))
 
 
 def _message(ctx: FileContext, flow: Flow, meeting: Meeting) -> str:
@@ -1142,9 +1170,11 @@ def _message(ctx: FileContext, flow: Flow, meeting: Meeting) -> str:
     func = ctx.enclosing_function(origin)
     inside = f"`{func.name}`" if func is not None else "module code"
     device = (meeting.device or next(iter(sorted(flow.inputs(func))), "x")) if func is not None else "x"
+    where = f"{(_device_holder(ctx, func, device) if func is not None else None) or device}.device"
     if func is not None:
+        where = _device_expression(ctx, func, device) or where
         device = _device_holder(ctx, func, device) or device
-    there = f"`.to({device}.device)`" if ctx.call_name(origin) == "torch.from_numpy" else f"`device={device}.device`"
+    there = f"`.to({where})`" if ctx.call_name(origin) == "torch.from_numpy" else f"`device={where}`"
     line = _position(meeting.site)[0]
     if meeting.how == "meets":
         site = ctx.enclosing_function(meeting.site)
