@@ -1318,10 +1318,13 @@ class _Flow(CallsMixin):
         after_else = self.env
         if body_leaves and else_leaves:
             return True
+        taken = self._known_outcome(stmt.test, before)
         if body_leaves:
             self.env = after_else
         elif else_leaves:
             self.env = after_body
+        elif taken is not None:  # `if target is not None:` with `target` a tensor here: only that branch runs
+            self.env = after_body if taken else after_else
         else:
             merged = merge(after_body, after_else, lambda: self._available_test(stmt.test))
             side = self._accelerator_branch(stmt.test)
@@ -1333,6 +1336,26 @@ class _Flow(CallsMixin):
                         merged[key] = picked
             self.env = merged
         return False
+
+    @staticmethod
+    def _known_outcome(test: ast.expr, env: dict[str, Val]) -> bool | None:
+        """The outcome of ``<name> is None`` / ``<name> is not None``; ``None``: not known.
+
+        Known where the name holds a tensor, batch or module here (never ``None``).
+        """
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Is | ast.IsNot)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            return None
+        name = dotted(test.left)
+        val = env.get(name) if name is not None else None
+        if val is None or val.what not in (*TENSORISH, "batch", "module", "tuple", "loader", "dataset"):
+            return None
+        return isinstance(test.ops[0], ast.IsNot)
 
     def _accelerator_branch(self, test: ast.expr, depth: int = 0) -> bool | None:
         """Whether ``test`` is true exactly on an accelerator (``True``) or exactly on the CPU (``False``).
@@ -1482,6 +1505,16 @@ class _Flow(CallsMixin):
     def _augmented(self, stmt: ast.AugAssign) -> None:
         left = self.ev(stmt.target)
         right = self.ev(stmt.value)
+        if (
+            isinstance(stmt.op, ast.Add)
+            and left.what == "tuple"
+            and right.what == "tuple"
+            and left.items
+            and right.items
+        ):
+            if isinstance(stmt.target, ast.Name):  # `loss_inputs += (target,)`: the items of both, in order
+                self.bind(stmt.target, Val("tuple", items=left.items + right.items), stmt, None)
+            return
         if self._mixes(stmt, left, right, stmt.target, stmt.value):
             return  # the statement fails: the target keeps its value (and stays reported in the next iteration)
         val = self._arith(stmt, left, right, stmt.target, stmt.value)
@@ -1519,7 +1552,13 @@ class _Flow(CallsMixin):
                 self.env[owner] = replace(held, where=None, fresh=False)
                 if stmt is not None:
                     self._replace_layer(owner, target, val, stmt, held)
-        if val.what == "module" and val.name is not None and val.name != name and not val.name.startswith("self."):
+        if (
+            val.what == "module"
+            and val.name is not None
+            and val.name != name
+            and not val.name.startswith("self.")
+            and not (stmt is not None and self._last_use(stmt, val.name))
+        ):
             val = replace(val, fresh=False)  # an alias: moving either name moves both
         # (`model = self.model` in a method: what the other methods do to `self.model` is known, see
         # `instance_attributes`, and what this one does to either name counts for both, see `_never_moved`)
@@ -1537,6 +1576,25 @@ class _Flow(CallsMixin):
         self.env[name] = replace(val, origin=origin, name=name)
         self.drop_below(name)
         self.own(name)
+
+    def _last_use(self, stmt: ast.stmt, name: str) -> bool:
+        """Whether ``stmt`` (``model = embedding_net``, in the body of its scope) is the last use of ``name``.
+
+        The statements after it in that body read ``name`` only after binding it again (the next section of a script
+        builds a new ``embedding_net``), so the new name is the only one the module goes by.
+        """
+        if not isinstance(self.ctx.parent(stmt), ast.Module | ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        for later in self._following(stmt):
+            bound = isinstance(later, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in later.targets
+            )
+            reads = [n for n in ast.walk(later) if isinstance(n, ast.Name) and n.id == name]
+            if bound and all(isinstance(n.ctx, ast.Store) for n in reads):
+                return True
+            if reads or any(isinstance(n, ast.Global | ast.Nonlocal) for n in ast.walk(later)):
+                return False
+        return True
 
     def _replace_layer(self, owner: str, target: ast.expr, val: Val, stmt: ast.stmt, held: Val | None) -> None:
         """``model.fc = nn.Linear(...)`` after ``model.to(device)``: the new layer is on the host, the rest is not."""

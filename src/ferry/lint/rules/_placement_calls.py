@@ -518,6 +518,8 @@ class CallsMixin(DevicesMixin):
             return Val("seq", element=replace(args[0], origin=None, name=None))  # `train, val = random_split(...)`
         if full in self.ctx.kinds.classes and self.ctx.kinds.class_is_module(full):
             params, aware = self._class_info(full)
+            if not params and _combining_loss(self.ctx.kinds.classes[full]):
+                return Val("module", params=False, loss=True)  # `ContrastiveLoss(margin)`: its inputs meet
             parts = [a for a in [*args, *kwargs.values()] if a.what == "module" and a.params]
             if params is None and parts:
                 # `Seq2Seq(encoder, decoder)`: built of layers with weights given to it, it sits where they are
@@ -1024,6 +1026,10 @@ class CallsMixin(DevicesMixin):
     def _loss(self, node: ast.Call, module: Val | None, args: Args, kwargs: Kwargs) -> Val:
         """A loss module or function: FRY011 for a host target, or a host weight, with device tensors."""
         pairs = [(a, n) for a, n in zip(args, node.args, strict=True) if not isinstance(n, ast.Starred)]
+        star = node.args[0] if len(node.args) == 1 and isinstance(node.args[0], ast.Starred) else None
+        packed = self._peek(star.value) if star is not None else None
+        if star is not None and packed is not None and packed.what == "tuple" and packed.items:
+            pairs = [(item, star) for item in packed.items]  # `loss_fn(*loss_inputs)` of known items
         pairs += [(kwargs[k.arg], k.value) for k in node.keywords if k.arg in LOSS_INPUTS]
         on_device = [(v, n) for v, n in pairs if v.where == DEVICE and (v.what in TENSORISH or v.what == "any")]
         on_host = [(v, n) for v, n in pairs if v.what in TENSORISH and v.where == HOST and not v.scalar]
@@ -1236,6 +1242,33 @@ class CallsMixin(DevicesMixin):
     def reading_method(self, name: str) -> bool:
         """Whether ``name`` is a method of the file's module classes that leaves its module where it is."""
         return _reading_method(self.ctx, name)
+
+
+def _combining_loss(cls: ast.ClassDef) -> bool:
+    """A loss module of the file whose ``forward(output, target, ...)`` combines its target with other tensors.
+
+    ``class ContrastiveLoss(nn.Module)`` (a name ending in ``Loss``) whose ``forward`` uses its second parameter in
+    arithmetic or a comparison (``target.float() * distances``): a host target with outputs on the device fails
+    there, as it does for ``nn.MSELoss``. A loss that hands its target to a helper (an online miner that reads it
+    on the host) is not one.
+    """
+    if not cls.name.endswith("Loss"):
+        return False
+    forward = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "forward"), None)
+    params = [a.arg for a in forward.args.args[1:]] if forward is not None else []
+    if forward is None or len(params) < 2:
+        return False
+    target = params[1]
+    for node in ast.walk(forward):
+        if isinstance(node, ast.BinOp | ast.Compare):
+            operands = [node.left, node.right] if isinstance(node, ast.BinOp) else [node.left, *node.comparators]
+            if any(isinstance(n, ast.Name) and n.id == target for o in operands for n in ast.walk(o)) and any(
+                not any(isinstance(n, ast.Name) and n.id == target for n in ast.walk(o))
+                and not isinstance(o, ast.Constant)
+                for o in operands
+            ):
+                return True
+    return False
 
 
 def _kept_attribute(method: ast.FunctionDef) -> str | None:

@@ -212,6 +212,30 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         return b  # built from it; where a module is used, it is that module (a string fails there anyway)
     if b.what == "str" and a.what == "module":
         return a
+    for one, other in ((a, b), (b, a)):
+        if (
+            one.what == "tuple"
+            and len(one.items) == 1
+            and other.what in ("seq", "tuple")
+            and replace(one.items[0], origin=None, name=None) == replace(other, origin=None, name=None)
+        ):  # `if not type(data) in (tuple, list): data = (data,)` of items already in a tuple: they stay as they are
+            return other
+    for one, other in ((a, b), (b, a)):
+        if one.what == "tuple" and one.items and other.what == "seq" and other.element is not None:
+            alike = agree(replace(item, origin=None, name=None) for item in one.items)
+            if alike.what != "unknown":  # `data = (data,)`, then `if cuda: data = tuple(d.cuda() for d in data)`
+                return join(Val("seq", element=alike), other, available)
+    for one, other in ((a, b), (b, a)):
+        if (
+            one.what == "seq"
+            and other.what in TENSORISH
+            and one.element is not None
+            and one.element.where == DEVICE
+            and other.where != DEVICE
+            and available is not None
+            and available()
+        ):  # `if cuda: data = tuple(d.cuda() for d in data)`: the GPU run takes the moved items
+            return one
     if a.what == "seq" and b.what in TENSORISH:  # `X = [x.to(d) for x in X] if isinstance(X, list) else X.to(d)`:
         return b  # where a tensor is needed, it is the tensor of the other branch (a list there fails anyway)
     if b.what == "seq" and a.what in TENSORISH:
@@ -224,7 +248,10 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
             and all(item.what in TENSORISH and item.where == other.where for item in one.items)
         ):
             # `if not isinstance(data, tuple): data = (data,)`: the items of a tuple or the rows of a tensor, each
-            # where that tensor is (what `model(*data)` gets)
+            # where that tensor is (what `model(*data)` gets); a tensor is always wrapped, so a 1-tuple of a known
+            # tensor stays that 1-tuple (`loss_inputs += (target,)` then adds its items)
+            if len(one.items) == 1 and one.items[0].what in TENSORISH:
+                return Val("tuple", items=(replace(one.items[0], origin=None),))
             return Val("seq", element=Val("tensor", other.where, dev=other.dev))
     if a.what != b.what and not {a.what, b.what} <= {"tensor", "output", "any"} | ({"module"} & {a.what, b.what}):
         return UNKNOWN
