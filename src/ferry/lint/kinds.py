@@ -173,6 +173,10 @@ def own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return
     return found
 
 
+def _none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
 SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
@@ -805,9 +809,11 @@ class KindInference:
             return self._returns[func]
         self._returns[func] = None  # recursion guard
         statements = own_returns(func)
-        if statements is None or any(r.value is None for r in statements):
+        if statements is None:
             return None
-        values = [r.value for r in statements if r.value is not None]
+        # a bare `return` (or `return None`) is the failure path of a builder (`print("ERROR: ..."); return`): what
+        # the caller uses is what the other returns give, as a name that holds `None` on some paths
+        values = [r.value for r in statements if not (r.value is None or _none(r.value))]
         kind = self._agree([self.infer(v) for v in values]) if values else None
         self._returns[func] = kind
         return kind
