@@ -772,7 +772,7 @@ class Flow:
         ``args``: the arguments that reach the submodule (default: all of them).
         """
         func = self.ctx.enclosing_function(node)
-        if func is None or not self.inputs(func):
+        if func is None or not (self.inputs(func) or self._runs_on_the_module(func)):
             return
         if args is None:  # `self.enc(x, mask=mask)`: keyword arguments reach the submodule too
             args = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
@@ -785,6 +785,25 @@ class Flow:
                 device = inputs[0] if len(inputs) == 1 else ""
                 for origin in sorted(found.origins, key=_position):
                     self.meetings.setdefault(origin, Meeting(origin, node, "meets", device))
+
+    def _runs_on_the_module(self, func: ast.AST) -> bool:
+        """Whether ``func`` is a method of a module class of the file that runs after the model is built.
+
+        ``def predict(self, log_seqs, item_indices)`` whose inputs are NumPy arrays: its layers are where the model
+        is, so a CPU tensor handed to them fails on an accelerator as in ``forward``. Not ``__init__``, methods it
+        calls (they run before any move) or initialisers (``reset_parameters``, ``_init_weights``).
+        """
+        if not isinstance(func, FUNCTIONS) or func.decorator_list:
+            return False
+        cls = self.ctx.enclosing_class(func)
+        if cls is None or func not in cls.body or not self.ctx.kinds.class_is_module(cls.name):
+            return False
+        if func.name.startswith("__") or "init" in func.name.lower() or func.name.startswith("reset"):
+            return False
+        init = next((m for m in cls.body if isinstance(m, FUNCTIONS) and m.name == "__init__"), None)
+        return init is None or not any(
+            isinstance(n, ast.Attribute) and n.attr == func.name and dotted(n.value) == "self" for n in ast.walk(init)
+        )
 
     def _fed_to_layers(self, node: ast.Call, method: ast.AST) -> list[ast.expr]:
         """The arguments of ``node`` (a call of the method ``self.<name>(...)``) that it hands to a submodule.
@@ -1137,8 +1156,33 @@ def _device_expression(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFuncti
             and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.func.value))
         ):
             return ctx.segment(node.args[0])
+    kept = _kept_device(ctx, func)
+    if kept is not None:
+        return kept
     holder = _device_holder(ctx, func, name)
     return None if holder is None else f"{holder}.device"
+
+
+def _kept_device(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """``self.<attr>`` where the module of ``func`` keeps a device and moves tensors to it; else ``None``.
+
+    ``self.dev = args.device`` and ``torch.LongTensor(log_seqs).to(self.dev)``: the device its inputs are put on.
+    """
+    cls = ctx.enclosing_class(func)
+    if cls is None:
+        return None
+    for node in ast.walk(cls):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "to"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Attribute)
+            and dotted(node.args[0].value) == "self"
+            and "dev" in node.args[0].attr.lower()
+        ):
+            return ctx.segment(node.args[0])
+    return None
 
 
 def _fix(ctx: FileContext, flow: Flow, meeting: Meeting) -> Fix | None:
@@ -1169,12 +1213,18 @@ def _message(ctx: FileContext, flow: Flow, meeting: Meeting) -> str:
     made = f"`{ctx.segment(origin.func)}(...)`"
     func = ctx.enclosing_function(origin)
     inside = f"`{func.name}`" if func is not None else "module code"
-    device = (meeting.device or next(iter(sorted(flow.inputs(func))), "x")) if func is not None else "x"
+    given = (meeting.device or next(iter(sorted(flow.inputs(func))), "")) if func is not None else ""
+    device = given or "x"
     where = f"{(_device_holder(ctx, func, device) if func is not None else None) or device}.device"
-    if func is not None:
+    if func is not None and not given:  # a method of the module with no tensor input (`predict` on NumPy arrays)
+        where = _kept_device(ctx, func) or "next(self.parameters()).device"
+        device = where
+    elif func is not None:
         where = _device_expression(ctx, func, device) or where
         device = _device_holder(ctx, func, device) or device
-    there = f"`.to({where})`" if ctx.call_name(origin) == "torch.from_numpy" else f"`device={where}`"
+    factory = ctx.call_name(origin) or ""
+    takes_device = factory != "torch.from_numpy" and factory[len("torch.") :][:1].islower()
+    there = f"`device={where}`" if takes_device else f"`.to({where})`"
     line = _position(meeting.site)[0]
     if meeting.how == "meets":
         site = ctx.enclosing_function(meeting.site)
