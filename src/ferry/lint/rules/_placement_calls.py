@@ -535,10 +535,36 @@ class CallsMixin(DevicesMixin):
                 if not (_is_int(a) and "device" not in (keyword or "").lower())
             ]
             devices_given = device is not None or any(self.device_where(a) is not None for a in given)
+            feeds = self._fed_device(full, node) if aware and params else None
+            if feeds is not None:  # it moves its inputs to a device it is given, and leaves its weights where built
+                return Val("module", made_here, fresh=made_here == HOST, params=params, feeds=feeds)
             if aware or (devices_given and not self._device_kept_only(full, node)):
                 return Val("module", params=params)
             return Val("module", made_here, fresh=made_here == HOST, params=params)
         return None
+
+    def _fed_device(self, name: str, node: ast.Call) -> str | None:
+        """The device this construction gives a module class that moves its inputs there but not itself.
+
+        ``self.dev = args.device`` in ``__init__`` and ``.to(self.dev)`` of tensors made from its inputs in its
+        methods, with no other move in the class: built with ``SASRec(usernum, itemnum, args)``, its inputs go to
+        ``args.device`` and its weights stay where they were built. Returns that device's text when it is the
+        chosen device (an accelerator on a GPU run), else ``None``.
+        """
+        kept = _kept_input_device(self.ctx.kinds.classes[name])
+        if kept is None or any(isinstance(a, ast.Starred) for a in node.args):
+            return None
+        param, index, attr = kept
+        given = node.args[index] if index is not None and index < len(node.args) else None
+        given = given or next((k.value for k in node.keywords if k.arg == param), None)
+        if given is None:
+            return None
+        expr: ast.expr = given
+        if attr is not None:
+            expr = ast.copy_location(ast.Attribute(value=given, attr=attr, ctx=ast.Load()), given)
+        if self.device_where(expr) != DEVICE:
+            return None
+        return self.segment(given) + (f".{attr}" if attr is not None else "")
 
     def _relayed_argument(self, name: str, node: ast.Call) -> ast.expr | None:
         """The argument of this construction of the plain class ``name`` whose items iterating the object gives.
@@ -988,6 +1014,18 @@ class CallsMixin(DevicesMixin):
             return UNKNOWN
         if module.params is False:
             return Val("output", first.where, dev=first.dev) if first.what in TENSORISH else UNKNOWN
+        origin = module.origin
+        if module.feeds and module.fresh and module.params and origin and self._never_moved(func, origin):
+            targets = origin.targets if isinstance(origin, ast.Assign) else []
+            built = targets[0].id if len(targets) == 1 and isinstance(targets[0], ast.Name) else callee
+            self.report(
+                "FRY007",
+                origin,
+                f"`{built}` is built here and never moved, but it moves its inputs to `{module.feeds}` itself (called "
+                f"at line {line(node)}): its weights stay on the host; fix: `{built}.to({module.feeds})` after "
+                "building it",
+            )
+            return UNKNOWN
         on_device = first.where == DEVICE and (
             first.what in (*TENSORISH, "batch") or (first.what == "any" and not first.inplace)
         )  # a batch moved with `.to(device)` is a tensor or an object that moves its tensors
@@ -1196,6 +1234,8 @@ class CallsMixin(DevicesMixin):
                     continue  # `encoder_hidden[: decoder.n_layers]`: reading a plain attribute
                 if isinstance(parent, ast.Attribute) and _reads_a_layer(self.ctx, parent):
                     continue  # `model.classifier.parameters()`: reading a layer's parameters
+                if isinstance(parent, ast.Attribute) and _writes_weight_values(self.ctx, parent):
+                    continue  # `model.pos_emb.weight.data[0, :] = 0`: values written in place, nothing moved
                 if isinstance(parent, ast.Attribute) and self.reading_method(parent.attr):
                     continue
                 if isinstance(parent, ast.Attribute) and parent.attr in MOVES and parent.attr != "type":
@@ -1242,6 +1282,43 @@ class CallsMixin(DevicesMixin):
     def reading_method(self, name: str) -> bool:
         """Whether ``name`` is a method of the file's module classes that leaves its module where it is."""
         return _reading_method(self.ctx, name)
+
+
+def _kept_input_device(cls: ast.ClassDef) -> tuple[str, int | None, str | None] | None:
+    """The ``__init__`` parameter a module class keeps as the device it moves its inputs to; else ``None``.
+
+    ``(parameter, position, attribute)``: ``self.dev = args.device`` gives ``("args", 2, "device")``, when every move
+    in the class is a ``.to(self.dev)`` of something other than the module.
+    """
+    init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+    if init is None:
+        return None
+    params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+    kept: dict[str, tuple[str, str | None]] = {}
+    for stmt in ast.walk(init):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target, value = stmt.targets[0], stmt.value
+        if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self" and "dev" in target.attr.lower()):
+            continue
+        if isinstance(value, ast.Name) and value.id in params + [a.arg for a in init.args.kwonlyargs]:
+            kept[target.attr] = (value.id, None)
+        elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id in params:
+            kept[target.attr] = (value.value.id, value.attr)
+    used: set[str] = set()
+    for node in ast.walk(cls):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES):
+            continue
+        receiver = (dotted(node.func.value) or "").split(".")[0]
+        target = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        attr = target.attr if isinstance(target, ast.Attribute) and dotted(target.value) == "self" else None
+        if receiver == "self" or node.func.attr != "to" or attr not in kept:
+            return None  # the class moves itself, a part of itself, or to somewhere else
+        used.add(attr)
+    if len(used) != 1:
+        return None
+    param, attr = kept[used.pop()]
+    return param, params.index(param) if param in params else None, attr
 
 
 def _combining_loss(cls: ast.ClassDef) -> bool:
@@ -1335,6 +1412,25 @@ def _reads_a_layer(ctx: FileContext, attribute: ast.Attribute) -> bool:
     if isinstance(above, ast.Assign):
         return top not in above.targets  # `model.fc.weight = ...` changes it
     return not (isinstance(above, ast.AugAssign) and above.target is top)
+
+
+def _writes_weight_values(ctx: FileContext, attribute: ast.Attribute) -> bool:
+    """``model.emb.weight.data[0, :] = 0``: a store into an element range of a tensor held by the module.
+
+    The chain goes through ``.weight``/``.bias``/``.data`` and ends in a subscript that is assigned to: the values
+    change where they are; the module does not move.
+    """
+    node: ast.AST = attribute
+    through = False
+    while isinstance(node, ast.Attribute):
+        through = through or node.attr in ("weight", "bias", "data")
+        parent = ctx.parent(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            return through and isinstance(parent.ctx, ast.Store)
+        if not (isinstance(parent, ast.Attribute) and parent.value is node):
+            return False
+        node = parent
+    return False
 
 
 def _assigns_state(node: ast.Call) -> bool:

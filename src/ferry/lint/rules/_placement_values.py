@@ -131,6 +131,9 @@ class Val:
         item: A ``"batch"`` that is one item of a collated tuple (``images`` of ``images, targets, lengths``): a
             tensor once its place is known, where a whole batch may still be a structure to unpack. For a
             ``"dataset"``/``"loader"``: each item (each batch) is one tensor (``__getitem__`` returns a tensor).
+        feeds: For a module whose class moves its inputs to a device it keeps (``self.dev = args.device``, then
+            ``torch.LongTensor(seqs).to(self.dev)``) but not its weights: that device as the construction gives it
+            (``args.device``).
         keys: For a ``"dict"`` whose keys are all strings known here (``{"image": x, "mask": y}``, the ``**kwargs``
             a call passes): each key's value, read by ``d["image"]``.
     """
@@ -153,6 +156,7 @@ class Val:
     part: str | None = None
     item: bool = False
     keys: tuple[tuple[str, Val], ...] = ()
+    feeds: str | None = None
 
     def key(self, name: str) -> Val | None:
         """The value of ``self[name]`` where this is a dict of known keys, else ``None``."""
