@@ -1429,10 +1429,21 @@ class _Flow(CallsMixin):
         carried = {
             name: val
             for name, val in after_first.items()
-            if val.what in TENSORISH
-            and name in before
-            and before[name].what in TENSORISH
-            and {before[name].where, val.where} == {HOST, DEVICE}
+            if name in before
+            and (
+                (
+                    val.what in TENSORISH
+                    and before[name].what in TENSORISH
+                    and {before[name].where, val.where} == {HOST, DEVICE}
+                )
+                or (  # `torch.save(model.cpu().state_dict(), path)` in the loop: the next pass gets a host model
+                    val.what == before[name].what == "module"
+                    and before[name].where == DEVICE
+                    and val.where == HOST
+                    and val.moved_at is not None
+                    and not val.fresh
+                )
+            )
         }
         if not carried or any(isinstance(n, ast.Break | ast.Return | ast.Raise) for n in ast.walk(stmt)):
             return

@@ -1014,6 +1014,24 @@ class CallsMixin(DevicesMixin):
             return UNKNOWN
         if module.params is False:
             return Val("output", first.where, dev=first.dev) if first.what in TENSORISH else UNKNOWN
+        if (
+            on_device_input(first)
+            and not module.fresh
+            and module.params
+            and module.moved_at is not None
+            and module.where == HOST
+            and module.dev is None
+        ):
+            where = first.dev or "device"
+            self.report(
+                "FRY007",
+                node,
+                f"`{callee}` was moved to the host at line {module.moved_at} (a module's `.cpu()` moves it in place, "
+                f"it is not a copy), but gets `{self.label(first, first_node)}` on `{where}` here; fix: save a copy "
+                f"(`{{k: v.cpu() for k, v in {callee}.state_dict().items()}}`), or move it back with "
+                f"`{callee}.to({where})`",
+            )
+            return UNKNOWN
         origin = module.origin
         if module.feeds and module.fresh and module.params and origin and self._never_moved(func, origin):
             targets = origin.targets if isinstance(origin, ast.Assign) else []
@@ -1412,6 +1430,11 @@ def _reads_a_layer(ctx: FileContext, attribute: ast.Attribute) -> bool:
     if isinstance(above, ast.Assign):
         return top not in above.targets  # `model.fc.weight = ...` changes it
     return not (isinstance(above, ast.AugAssign) and above.target is top)
+
+
+def on_device_input(val: Val) -> bool:
+    """Whether a module input ``val`` is known to be on the chosen device (a tensor, a moved batch or value)."""
+    return val.where == DEVICE and (val.what in (*TENSORISH, "batch") or (val.what == "any" and not val.inplace))
 
 
 def _writes_weight_values(ctx: FileContext, attribute: ast.Attribute) -> bool:
