@@ -1328,9 +1328,9 @@ def _kept_input_device(cls: ast.ClassDef) -> tuple[str, int | None, str | None] 
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES):
             continue
         receiver = (dotted(node.func.value) or "").split(".")[0]
-        target = node.args[0] if len(node.args) == 1 and not node.keywords else None
-        attr = target.attr if isinstance(target, ast.Attribute) and dotted(target.value) == "self" else None
-        if receiver == "self" or node.func.attr != "to" or attr not in kept:
+        moved_to = node.args[0] if len(node.args) == 1 and not node.keywords else None
+        attr = moved_to.attr if isinstance(moved_to, ast.Attribute) and dotted(moved_to.value) == "self" else None
+        if receiver == "self" or node.func.attr != "to" or attr is None or attr not in kept:
             return None  # the class moves itself, a part of itself, or to somewhere else
         used.add(attr)
     if len(used) != 1:
