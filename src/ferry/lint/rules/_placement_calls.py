@@ -968,6 +968,7 @@ class CallsMixin(DevicesMixin):
         if module.loss:
             return self._loss(node, module, args, kwargs)
         nodes: list[ast.expr] = list(node.args)
+        unpacked: set[ast.expr] = set()  # `model(**inputs)`: the dicts whose values are the inputs
         star = nodes[0] if len(nodes) == 1 and isinstance(nodes[0], ast.Starred) else None
         packed = self.ev(star.value) if star is not None and isinstance(star.value, ast.Name | ast.Attribute) else None
         if packed is not None and packed.what == "tuple" and packed.items:
@@ -976,6 +977,21 @@ class CallsMixin(DevicesMixin):
         elif packed is not None and packed.what == "seq" and packed.element is not None and star is not None:
             args = [packed]  # `model(*data)` with items alike: reported as a list of inputs is
             nodes = [star.value]
+        elif not nodes and node.keywords:
+            # `model(input_ids=ids, attention_mask=mask)`, `model(**inputs)` of a dict of known keys: the inputs
+            # by keyword (lengths and sizes excepted, as for later positional inputs)
+            named: list[tuple[Val, ast.expr]] = []
+            for keyword in node.keywords:
+                held = kwargs.get(keyword.arg, UNKNOWN)
+                if keyword.arg is None and held.what == "dict" and held.keys:
+                    named.extend((val, keyword.value) for key, val in held.keys if not _length_keyword(key))
+                    unpacked.add(keyword.value)
+                elif keyword.arg is not None and not _length_keyword(keyword.arg):
+                    named.append((held, keyword.value))
+            named = [(val, n) for val, n in named if val.what in TENSORISH]
+            if not named:
+                return Val("output", module.where, dev=module.dev) if module.where == DEVICE else UNKNOWN
+            args, nodes = [v for v, _ in named], [n for _, n in named]
         elif not nodes or isinstance(nodes[0], ast.Starred):
             return Val("output", module.where, dev=module.dev) if module.where == DEVICE else UNKNOWN
         element = args[0].element if args and args[0].what == "seq" else None
@@ -999,6 +1015,9 @@ class CallsMixin(DevicesMixin):
                 where = module.dev or "device"
                 moved = f" (line {module.moved_at})" if module.moved_at else ""
                 fix = self.fix(first, first_node, where)
+                if first_node in unpacked:  # `model(**inputs)`: move every value of the dict
+                    name = short(self.segment(first_node))
+                    fix = f"`{name} = {{k: v.to({where}) for k, v in {name}.items()}}`"
                 if listed and first is args[0]:
                     items = f"`{name} = [t.to({where}) for t in {name}]`"
                     fix = items if first.name is not None else f"move each tensor of `{name}` with `.to({where})`"
@@ -1430,6 +1449,11 @@ def _reads_a_layer(ctx: FileContext, attribute: ast.Attribute) -> bool:
     if isinstance(above, ast.Assign):
         return top not in above.targets  # `model.fc.weight = ...` changes it
     return not (isinstance(above, ast.AugAssign) and above.target is top)
+
+
+def _length_keyword(name: str) -> bool:
+    """A keyword whose tensor may stay on the host (``lengths=`` for packing, sizes, counts)."""
+    return any(word in name.lower() for word in _HOST_ARGUMENT_WORDS)
 
 
 def on_device_input(val: Val) -> bool:
