@@ -5,7 +5,10 @@ Finds tensors created on the CPU (``torch.zeros``, ``ones``, ``arange``, ``randn
 ``from_numpy``, ... without ``device=``) inside code that works on input tensors (a module's ``forward`` and what it
 calls, a LightningModule's ``training_step``/``validation_step``/``test_step``/``predict_step``, whose batch
 Lightning moves to the module's device, and functions taking tensors), when the file shows that the CPU tensor then
-meets them:
+meets them; in any other method of a module class that runs after the model is built (``predict(self, seqs,
+items)`` on NumPy inputs; not ``__init__``, what it calls, or initialisers), a CPU tensor handed to one of its layers
+(``self.item_emb(torch.LongTensor(items))``, ``self.layers[i](x, attn_mask=mask)``) is reported as well, since the
+layers are where the model is:
 
 - it is combined with an input tensor (an argument of the function that is used as a tensor, a parameter or buffer
   of the module, a submodule's output) in arithmetic, a comparison, a ``torch`` function or a module call;

@@ -10,6 +10,14 @@ The module and its input may meet in another function of the file: a model built
 ``train()``, or built in ``main()`` and passed to ``train(model, device, loader)`` (each function's parameters take
 what its callers pass, when no caller passes ``*args``).
 
+Two more ways a module ends up on the host while its inputs are on the device:
+
+- its class moves its inputs to a device it is given (``self.dev = args.device``, then
+  ``torch.LongTensor(seqs).to(self.dev)`` in its methods) but never its weights, and it is built without a move
+  (``SASRec(usernum, itemnum, args)`` with no ``.to(args.device)``);
+- it was moved to the host in place and then gets device inputs: ``torch.save(model.cpu().state_dict(), path)``
+  inside the training loop (a module's ``.cpu()`` is not a copy; the next step fails), or before predicting.
+
 It also finds modules with parameters built straight into a plain ``list`` or ``dict`` attribute of a module class
 (``self.heads = [nn.Linear(4, 2), nn.Linear(4, 2)]``): ``Module.to``, ``.parameters()`` and ``state_dict()`` never
 see them, so they stay on the CPU, are not trained and are not saved (``nn.ModuleList``/``nn.ModuleDict`` register
