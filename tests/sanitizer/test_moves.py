@@ -103,3 +103,33 @@ def test_notebook_cells_show_their_line():
     with pytest.warns(ferry.SanitizerWarning, match="ipython-input-7"), ferry.sanitize() as report:
         exec(compile(source, name, "exec"), {"torch": torch})
     assert [SourceLine(name, 2, "x.to('meta')")] == [f.where for f in report.findings]
+
+
+def test_a_model_moved_to_the_host_to_save_is_named_in_the_mismatch(tmp_path):
+    # `torch.save(model.cpu().state_dict(), path)` in a training loop moves the model itself: the next step's
+    # mismatch names that line and the copy that saves without moving
+    with ferry.sanitize(pretend="cuda") as report:
+        model = torch.nn.Linear(4, 2).to("cuda")
+        for _ in range(2):
+            try:
+                model(torch.randn(3, 4, device="cuda")).sum().backward()
+            except ferry.DeviceMismatchError as error:
+                message = str(error)
+                break
+            torch.save(model.cpu().state_dict(), tmp_path / "m.pt")
+    line = test_a_model_moved_to_the_host_to_save_is_named_in_the_mismatch.__code__.co_firstlineno + 11
+    assert f"moved to the CPU at {__file__}:{line}" in message
+    assert "{k: v.cpu() for k, v in model.state_dict().items()}" in message
+    assert ["input-on-other-device"] == [f.kind for f in report.findings]
+
+
+def test_a_model_moved_back_before_use_is_not_named(tmp_path):
+    with ferry.sanitize(pretend="cuda"):
+        model = torch.nn.Linear(4, 2).to("cuda")
+        torch.save(model.cpu().state_dict(), tmp_path / "m.pt")
+        model.to("cuda")
+        loss = torch.nn.MSELoss().cpu()
+        with pytest.raises(ferry.DeviceMismatchError) as caught:
+            torch.nn.Linear(4, 2)(torch.randn(3, 4, device="cuda"))  # a host model, never on the device
+    assert "moved to the CPU" not in str(caught.value)
+    assert loss is not None

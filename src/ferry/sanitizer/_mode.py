@@ -12,6 +12,7 @@ import linecache
 import os
 import re
 import sys
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from functools import lru_cache
@@ -19,6 +20,7 @@ from types import FrameType
 from typing import Any
 
 import torch
+from torch import nn
 from torch.overrides import TorchFunctionMode, resolve_name
 
 from ferry.errors import DeviceError, DeviceMismatchError
@@ -105,6 +107,8 @@ class SanitizerMode(TorchFunctionMode):
         self.modules = ModuleStack(
             self.train_mode.root_forward, self.train_mode.root_output, self.train_mode.root_inputs
         )
+        #: modules moved from an accelerator to the CPU: id -> (the module, weakly, and the user's line)
+        self.host_moves: dict[int, tuple[weakref.ref[nn.Module], SourceLine]] = {}
         #: recent CPU factory calls without ``device=``: (op, creation line, (frame id, line) of the user frames)
         self.created: deque[tuple[Any, SourceLine, frozenset[tuple[int, int]]]] = deque(maxlen=_RECENT)
 
@@ -358,6 +362,26 @@ class SanitizerMode(TorchFunctionMode):
         call = f"{stack.root_name or 'model'}(...)"  # `model(inputs, hidden)`: the input may be any argument
         return f"{name} = {name}.to({chosen or repr(str(expected))})  # before {call} at {stack.root_call}"
 
+    def moved(self, module: nn.Module, before: torch.device | None) -> None:
+        """``module.cpu()``/``.to(...)`` ran: remember a move from an accelerator to the CPU, with the user's line."""
+        after = next(iter(module.parameters()), None)
+        key = id(module)
+        if before is None or after is None or after.device.type != "cpu" or before.type == "cpu":
+            if after is not None and after.device.type != "cpu":
+                self.host_moves.pop(key, None)  # moved back
+            return
+        frame = user_frame(2)
+        if frame is not None:
+            self.host_moves[key] = (weakref.ref(module), source_line(frame))
+
+    def _moved_to_host(self, tensor: Tensor) -> SourceLine | None:
+        """The user's line that moved the module holding ``tensor`` from an accelerator to the CPU, if one did."""
+        for ref, where in self.host_moves.values():
+            module = ref()
+            if module is not None and any(p is tensor for p in [*module.parameters(), *module.buffers()]):
+                return where
+        return None
+
     def _fix(
         self,
         names: list[str],
@@ -384,6 +408,13 @@ class SanitizerMode(TorchFunctionMode):
                 )
             if own is not None:  # a parameter or buffer (a loss's weight): moving a variable would not move it
                 module = self.modules.root_name or "model"
+                moved = self._moved_to_host(t)
+                if moved is not None:  # `torch.save(model.cpu().state_dict(), path)`: the model itself moved
+                    return (
+                        f"{module}.to({to})  # {own} is a parameter of it, moved to the CPU at {moved.described()} "
+                        f"(Module.cpu()/.to('cpu') move the module itself, not a copy; to save, copy the state: "
+                        f"{{k: v.cpu() for k, v in {module}.state_dict().items()}})"
+                    )
                 return f"{module}.to({to})  # {own} is a parameter or buffer of it: move the whole module"
             plain = self.modules.plain_attribute(t)
             if plain is not None:  # `self.pe = torch.zeros(...)` in __init__: not a buffer, so `.to()` skips it

@@ -7,7 +7,10 @@ While a sanitizer is on, :class:`Patches` replaces, and on exit restores:
   ``nn.DataParallel``/DDP) loaded into a bare module, or the other way round, is reported before PyTorch's
   "Unexpected key(s)" error; and a module that gets weights is remembered for the train-mode check;
 - ``torch.nn.Module.train``: ``.train()``/``.eval()`` after loading says the mode was chosen on purpose;
-- ``torch.nn.Module.to_empty``: the memory it gives is watched until written (:mod:`ferry.sanitizer._init_watch`).
+- ``torch.nn.Module.to_empty``: the memory it gives is watched until written (:mod:`ferry.sanitizer._init_watch`);
+- ``torch.nn.Module.cpu``/``to``: a module moved from an accelerator to the CPU is remembered with the user's line
+  (``torch.save(model.cpu().state_dict(), path)`` moves the model itself), so a later mismatch on its weights names
+  that line.
 
 Module stays unpatched for everything else; the cost is one Python call per ``load_state_dict``/``train``.
 """
@@ -66,6 +69,22 @@ class Patches:
             mode.init_watch.emptied(self)
             return result
 
+        module_cpu, module_to = nn.Module.cpu, nn.Module.to
+
+        def watched_cpu(self: nn.Module) -> nn.Module:
+            before = _weight_device(self)
+            result = module_cpu(self)
+            mode.moved(self, before)
+            return result
+
+        def watched_to(self: nn.Module, *args: Any, **kwargs: Any) -> nn.Module:
+            before = _weight_device(self)
+            result = module_to(self, *args, **kwargs)
+            mode.moved(self, before)
+            return result
+
+        self._replace(nn.Module, "cpu", watched_cpu)
+        self._replace(nn.Module, "to", watched_to)
         self._replace(nn.Module, "to_empty", checked_to_empty)
         self._replace(torch, "from_numpy", checked_from_numpy)
         self._replace(nn.Module, "load_state_dict", checked_load_state_dict)
@@ -79,6 +98,12 @@ class Patches:
         for owner, name, original in reversed(self._saved):
             setattr(owner, name, original)
         self._saved = []
+
+
+def _weight_device(module: nn.Module) -> torch.device | None:
+    """The device of ``module``'s first parameter or buffer (``None`` for a module without any)."""
+    first = next(iter([*module.parameters(), *module.buffers()]), None)
+    return None if first is None else first.device
 
 
 def prefix_mismatch(own: list[str], incoming: list[str]) -> str | None:
