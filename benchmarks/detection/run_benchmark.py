@@ -127,6 +127,14 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     # fails here with "Torch not compiled with CUDA enabled" (its most reported issue)
     ("ssd_multibox_voc.py", "FRY002", 634): "loc_t.cuda() under a use_gpu flag that is True by default",
     ("ssd_multibox_voc.py", "FRY002", 635): "conf_t.cuda() under a use_gpu flag that is True by default",
+    # held-out round 10: the authors' torch.load without map_location (pyGAT's best epoch, pytorch-semseg's resume
+    # and validate), pytorch-semseg saving the DataParallel model's state_dict (its validate strips `module.` by
+    # hand), and a2c-ppo-acktr saving the whole policy (`torch.save([actor_critic, ob_rms], path)`)
+    ("pygat_cora_sparse.py", "FRY003", 444): "torch.load('{}.pkl'.format(best_epoch)) without map_location",
+    ("semseg_segnet_train_validate.py", "FRY003", 446): "torch.load(cfg['training']['resume']) without map_location",
+    ("semseg_segnet_train_validate.py", "FRY003", 564): "torch.load(args['model_path']) without map_location",
+    ("semseg_segnet_train_validate.py", "FRY009", 521): "state_dict of the DataParallel model (module. keys)",
+    ("ppo_recurrent_a2c_ppo_acktr.py", "FRY004", 919): "torch.save([actor_critic, ...]) of the whole policy",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

@@ -97,7 +97,7 @@ def _scan(ctx: FileContext, cls: ast.ClassDef, tensors: list[PlainTensor], conta
                 tensors.append(PlainTensor(stmt, cls.name, attr, use[0], use[1]))
         else:
             kind = _module_container(ctx, value)
-            if kind is not None:
+            if kind is not None and not _registered_items(ctx, cls, attr):
                 containers.append(PlainContainer(stmt, cls.name, attr, kind))
 
 
@@ -108,6 +108,33 @@ _SAME_PLACE = frozenset(
     long int bool clone detach exp log sqrt sin cos neg abs
     """.split()
 )
+
+
+def _registered_items(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
+    """Whether the class registers the items of ``self.<attr>`` itself (pyGAT's attention heads).
+
+    ``for i, attention in enumerate(self.attentions): self.add_module('attention_{}'.format(i), attention)`` (or
+    ``register_module``, ``setattr(self, ...)``): each layer is then a submodule that ``.to()`` moves, trains and
+    saves, and the list only keeps the order.
+    """
+    for node in ast.walk(cls):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        registers = (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("add_module", "register_module")
+            and _self_attribute(func) is not None
+        ) or (isinstance(func, ast.Name) and func.id == "setattr" and node.args and dotted(node.args[0]) == "self")
+        if not registers:
+            continue
+        mentions = {_self_attribute(n) for n in ast.walk(node)}
+        loop = next((a for a in ctx.ancestors(node) if isinstance(a, ast.For)), None)
+        if loop is not None:
+            mentions |= {_self_attribute(n) for n in ast.walk(loop.iter)}
+        if attr in mentions:
+            return True
+    return False
 
 
 def _host_factory(ctx: FileContext, value: ast.expr) -> bool:

@@ -622,6 +622,8 @@ class _Flow(CallsMixin):
         #: the module's environment at each call of a function of the file in its code (``main()``,
         #: ``train(epoch)``): the globals those functions see
         self.call_envs: list[dict[str, Val]] = []
+        #: a function nested in another one -> the enclosing scope's values at each call of it there (closures)
+        self.closure_envs: dict[ast.AST, list[dict[str, Val]]] = {}
         #: for each entry of ``call_sites``: the module's environment at that call, when the call is in the
         #: module's own code (``None`` for a call in a function)
         self.site_globals: dict[str, list[dict[str, Val] | None]] = {}
@@ -665,9 +667,10 @@ class _Flow(CallsMixin):
                     if arg is not None:
                         given = passed.get(arg.arg, UNKNOWN)
                         params[arg.arg] = given if given.what != "unknown" else self._parameter(arg)
-                if seen:
+                closure = self._closure(func, declared.get(func, set()))
+                if seen or closure:
                     local = bound_names(func)
-                    for name, val in seen.items():
+                    for name, val in [*seen.items(), *closure.items()]:
                         if name not in local and name not in params:
                             params[name] = val
                 cls = self.ctx.enclosing_class(func)
@@ -678,6 +681,52 @@ class _Flow(CallsMixin):
         return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
 
     # -- functions of the file: callers first, parameters from the call sites ----------------------------------
+
+    def note_closure_call(self, name: str) -> None:
+        """Note a call of a function defined inside the scope being read (a closure).
+
+        ``train(epoch)`` in ``main``: what ``train`` reads of ``main``'s names (the features, the model) is what they
+        hold at the call.
+        """
+        scope = self.scope
+        if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) or self.returns is not None:
+            return
+        nested = next(
+            (
+                n
+                for n in ast.walk(scope)
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                and n.name == name
+                and self.ctx.enclosing_function(n) is scope
+            ),
+            None,
+        )
+        if nested is not None:
+            envs = self.closure_envs.setdefault(nested, [])
+            if len(envs) < 16:
+                envs.append(dict(self.env))
+
+    def _closure(self, func: ast.FunctionDef | ast.AsyncFunctionDef, declared: set[str]) -> dict[str, Val]:
+        """The enclosing function's names as a nested function sees them: their values at its calls there, merged.
+
+        Only names it reads and does not bind (or declare ``nonlocal``/``global``), of a kind worth handing on.
+        """
+        envs = self.closure_envs.get(func)
+        if not envs:
+            return {}
+        local = bound_names(func) | declared
+        free = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - local
+        found: dict[str, Val] = {}
+        for name in free:
+            vals = [env[name] for env in envs if name in env]
+            if len(vals) != len(envs):
+                continue
+            val = vals[0]
+            for other in vals[1:]:
+                val = join(val, other, None)
+            if _seedable(val):
+                found[name] = val
+        return found
 
     def _globals_seen_by_functions(self, module_envs: list[dict[str, Val]]) -> dict[str, Val]:
         """Module-level names as the file's functions see them.

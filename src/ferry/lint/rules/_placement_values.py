@@ -278,10 +278,13 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         return Val("seq", element=replace(element, origin=None, name=None) if element.what != "unknown" else None)
     if what in ("seq", "dict", "tuple") and (a.items != b.items or a.element != b.element or a.keys != b.keys):
         return Val(what)
+    # `if args.sparse: model = SpGAT(...)` / `else: model = GAT(...)`: a model built on the host either way; the
+    # first build stands for both (reported there, and checked for moves after it)
+    both_built = what == "module" and where == HOST and a.fresh and b.fresh and a.origin and b.origin
     return Val(
         what,
         where,
-        origin=a.origin if a.origin is b.origin else None,
+        origin=a.origin if a.origin is b.origin or both_built else None,
         name=a.name if a.name == b.name else None,
         scalar=a.scalar or b.scalar,
         dev=pick.dev,
