@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from ferry.lint.context import dotted
 from ferry.lint.torch_api import (
     ACCELERATORS,
     DEVICE_CALLS,
@@ -368,6 +369,10 @@ def line(node: ast.AST) -> int:
 _KEEPS: weakref.WeakKeyDictionary[ast.AST, dict[tuple[object, ...], frozenset[str]]] = weakref.WeakKeyDictionary()
 
 
+#: calls that write what they are given to a file and leave it where it is
+_SAVES = frozenset({"torch.save", "ferry.save"})
+
+
 def keeping_parameters(
     func: ast.FunctionDef | ast.AsyncFunctionDef,
     local: Mapping[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None,
@@ -406,6 +411,7 @@ def keeping_parameters(
                 kept.discard(node.id)
         elif not isinstance(parent, ast.Call) or not (
             (isinstance(parent.func, ast.Name) and parent.func.id in HARMLESS_READS)
+            or (dotted(parent.func) in _SAVES and parent.args[:1] == [node])  # `torch.save(model, path)` reads it
             or kept_by(parent, node, local, reading, _seen | {func})
         ):
             kept.discard(node.id)
