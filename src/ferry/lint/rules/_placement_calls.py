@@ -78,6 +78,7 @@ class CallsMixin(DevicesMixin):
 
     excluded: frozenset[str]
     scope: ast.AST
+    silent: int
     strange_context: int
     default_device_set: bool
     _moved: dict[ast.AST, dict[str, list[ast.Call]]]
@@ -134,6 +135,9 @@ class CallsMixin(DevicesMixin):
         callee = self.ev(func) if bound or not isinstance(func, ast.Name | ast.Attribute) else None
         args = [self.ev(a) for a in node.args]
         kwargs = {k.arg: self.ev(k.value) for k in node.keywords}
+        helper = self._lambda_helper(func) if callee is None or callee.what in ("unknown", "other") else None
+        if helper is not None:  # `Variable = lambda *args: autograd.Variable(*args).cuda() if USE_CUDA else ...`
+            return self._lambda_value(helper, node, args)
         if callee is not None and callee.what in ("module", "any"):
             return self._call_module(node, callee, args, kwargs)
         if self._is_local_call(func):
@@ -439,7 +443,7 @@ class CallsMixin(DevicesMixin):
             where = self.device_where(device) if device is not None else source.where
             return Val("tensor", where, scalar=source.scalar, dev=source.dev)
         if full in PASS_THROUGH and args:
-            return args[0]  # deprecated `Variable(x)`: gives the tensor back, where it is
+            return _unstarred(node, args)[0]  # deprecated `Variable(x)`: gives the tensor back, where it is
         if full in ("list", "tuple") and len(args) == 1 and not node.keywords:
             if args[0].what == "seq":  # `list(image.to(device) for image in images)`: the same items
                 return replace(args[0], origin=None, name=None)
@@ -545,6 +549,53 @@ class CallsMixin(DevicesMixin):
                 return Val("module", params=params)
             return Val("module", made_here, fresh=made_here == HOST, params=params)
         return None
+
+    def _lambda_helper(self, func: ast.expr) -> ast.Lambda | None:
+        """The lambda a module-level name is bound to, once in the file, where the call is of that name.
+
+        ``Variable = lambda *args, **kwargs: autograd.Variable(*args, **kwargs).cuda() if USE_CUDA else ...``: a
+        helper written as a lambda. ``None`` otherwise.
+        """
+        if not isinstance(func, ast.Name):
+            return None
+        scope = self.ctx.enclosing_function(func)
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and func.id in bound_names(scope):
+            return None  # a local variable of that name
+        values = self.ctx.kinds.assigned_values(func.id)
+        if len(values) != 1 or not isinstance(values[0], ast.Lambda):
+            return None
+        holder = self.ctx.parent(values[0])
+        if not isinstance(holder, ast.Assign) or self.ctx.parent(holder) is not self.ctx.tree:
+            return None
+        return values[0]
+
+    def _lambda_value(self, helper: ast.Lambda, node: ast.Call, args: Args) -> Val:
+        """What calling ``helper`` with ``args`` gives: its body read with its parameters bound to them."""
+        params = helper.args
+        names = [a.arg for a in [*params.posonlyargs, *params.args]]
+        flat = _unstarred(node, args)
+        if (
+            params.kwonlyargs
+            or len(flat) < len(names) - len(params.defaults)
+            or (len(flat) > len(names) and params.vararg is None)
+        ):
+            return UNKNOWN
+        saved = self.env
+        self.env = dict(saved)
+        for name in names:
+            self.env.pop(name, None)
+        for name, val in zip(names, flat, strict=False):
+            self.env[name] = replace(val, origin=None, name=name)
+        if params.vararg is not None:
+            self.env[params.vararg.arg] = Val("tuple", items=tuple(flat[len(names) :]))
+        if params.kwarg is not None:
+            self.env.pop(params.kwarg.arg, None)
+        self.silent += 1
+        try:
+            return self.ev(helper.body)
+        finally:
+            self.silent -= 1
+            self.env = saved
 
     def _fed_device(self, name: str, node: ast.Call) -> str | None:
         """The device this construction gives a module class that moves its inputs there but not itself.
