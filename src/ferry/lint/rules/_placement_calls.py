@@ -114,6 +114,7 @@ class CallsMixin(DevicesMixin):
         def note_closure_call(self, name: str) -> None: ...
         def record_construction(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> None: ...
         def plain_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
+        def _plain_class(self, cls: ast.ClassDef, depth: int = 0) -> bool: ...
         def record_method_call(
             self, node: ast.Call, method: ast.FunctionDef, args: list[Val], kwargs: dict[str | None, Val]
         ) -> set[ast.expr]: ...
@@ -188,6 +189,8 @@ class CallsMixin(DevicesMixin):
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             if only is not None and arg not in only:
                 continue
+            if isinstance(arg, ast.Name) and self._held_unmoved(node, arg):
+                continue  # `agent = PPO(actor_critic, ...)`: kept by a class that never moves it
             inner = arg.value if isinstance(arg, ast.Starred) else arg
             if not isinstance(inner, ast.Name | ast.Attribute):
                 continue
@@ -1335,6 +1338,8 @@ class CallsMixin(DevicesMixin):
                         continue  # a move: `_moved_names` knows where it runs
                 if isinstance(parent, ast.Call) and kept_by(parent, node, self.local_functions, self.reading_method):
                     continue
+                if isinstance(parent, ast.Call) and self._held_unmoved(parent, node):
+                    continue  # `agent = PPO(actor_critic, ...)`: a class of the file that keeps it and never moves it
                 if isinstance(parent, ast.Call) and _logging_call(parent):
                     continue  # `logger.info(model)`: formatted into a message
                 if (
@@ -1357,6 +1362,70 @@ class CallsMixin(DevicesMixin):
             self._escaped[scope] = names
             self._aliased[scope] = aliased
         return self._escaped[scope]
+
+    def _held_unmoved(self, call: ast.Call, arg: ast.Name) -> bool:
+        """Whether ``call`` builds a plain class of the file that keeps ``arg`` and never moves or hands it on.
+
+        ``PPO(actor_critic, clip_param, ...)`` whose ``__init__`` does ``self.actor_critic = actor_critic`` and whose
+        methods only call it, read its parameters or call its reading methods (``evaluate_actions``): the module
+        stays where it is.
+        """
+        name = self.ctx.qualname(call.func) if isinstance(call.func, ast.Name) else None
+        cls = self.ctx.kinds.classes.get(name or "")
+        if cls is None or self.ctx.kinds.class_is_module(cls.name) or not self._plain_class(cls):
+            return False
+        init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+        if init is None or any(isinstance(a, ast.Starred) for a in call.args):
+            return False
+        params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+        index = next((i for i, a in enumerate(call.args) if a is arg), None)
+        param = params[index] if index is not None and index < len(params) else None
+        param = param or next((k.arg for k in call.keywords if k.value is arg), None)
+        if param is None:
+            return False
+        uses = [n for n in ast.walk(init) if isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load)]
+        kept: set[str] = set()
+        for use in uses:
+            holder = self.ctx.parent(use)
+            if isinstance(holder, ast.Attribute) and isinstance(holder.ctx, ast.Load):
+                grand = self.ctx.parent(holder)
+                called = isinstance(grand, ast.Call) and grand.func is holder
+                if not called or holder.attr in SAFE_MODULE_USES - MOVES or self.reading_method(holder.attr):
+                    continue  # `torch.optim.Adam(actor_critic.parameters(), ...)`: read
+                return False
+            if not (isinstance(holder, ast.Assign) and holder.value is use and len(holder.targets) == 1):
+                return False
+            target = holder.targets[0]
+            if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self"):
+                return False
+            kept.add(target.attr)
+        return bool(kept) and all(self._only_used(cls, attr) for attr in kept)
+
+    def _only_used(self, cls: ast.ClassDef, attr: str) -> bool:
+        """Whether ``self.<attr>`` is bound once in ``cls`` and every use leaves the module where it is.
+
+        Calls of it, reads of its attributes, and calls of methods that neither move nor change it.
+        """
+        stores = 0
+        for node in ast.walk(cls):
+            if not (isinstance(node, ast.Attribute) and node.attr == attr and dotted(node.value) == "self"):
+                continue
+            holder = self.ctx.parent(node)
+            if isinstance(node.ctx, ast.Store):
+                stores += 1
+                continue
+            if isinstance(holder, ast.Call) and holder.func is node:
+                continue  # `self.actor_critic(inputs)`
+            if isinstance(holder, ast.Attribute) and isinstance(holder.ctx, ast.Load):
+                grand = self.ctx.parent(holder)
+                if not (isinstance(grand, ast.Call) and grand.func is holder):
+                    continue  # `self.actor_critic.is_recurrent`
+                if holder.attr in MOVES or holder.attr in ("load_state_dict", "apply", "_apply", "to_empty"):
+                    return False
+                if holder.attr in SAFE_MODULE_USES or self.reading_method(holder.attr):
+                    continue
+            return False
+        return stores == 1
 
     def _returned_only(self, node: ast.Name, parent: ast.AST | None) -> bool:
         """``return model`` or ``return model, acc`` in a function: it leaves the function.
