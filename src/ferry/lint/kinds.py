@@ -352,6 +352,22 @@ class KindInference:
         """Every expression assigned to the dotted name ``name`` anywhere in the file (``x = ...``, ``a.b = ...``)."""
         return self.values.get(name, [])
 
+    def _names_module_classes(self, name: str) -> bool:
+        """Whether the file binds ``name`` only to module classes of the file, at least once.
+
+        ``base = MLPBase``, ``net_cls = ResNet if deep else Plain``: calling the name builds a module.
+        """
+        values = self.assigned_values(name)
+        if not values:
+            return False
+        for value in values:
+            options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+            for option in options:
+                full = self.ctx.qualname(option) if isinstance(option, ast.Name | ast.Attribute) else None
+                if full is None or full not in self.classes or not self.class_is_module(full):
+                    return False
+        return True
+
     def class_is_module(self, name: str, _seen: frozenset[str] = frozenset()) -> bool:
         """Whether the class ``name`` of this file subclasses ``nn.Module``.
 
@@ -764,6 +780,8 @@ class KindInference:
             if any(b in DATA_LOADERS for b in bases):
                 return LOADER
             return Kind("instance", cls=full)
+        if "." not in full and full not in self.functions and self._names_module_classes(full):
+            return MODULE  # `base = MLPBase` (or `CNNBase`), then `self.base = base(obs_shape[0])`
         if "." not in full:
             defined = [f for f in self.functions.get(full, []) if self.ctx.enclosing_class(f) is None]
             if len(defined) == 1:

@@ -891,10 +891,12 @@ class _Flow(CallsMixin):
         if own is not None:
             return own
         values = list(self.ctx.kinds.assigned_values(func.value.id))
-        built = {v.func.id for v in values if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)}
-        if not values or len(built) != 1 or len(values) != sum(isinstance(v, ast.Call) for v in values):
-            return None  # every binding of the name, anywhere in the file, builds the same class
-        cls = self.ctx.kinds.classes.get(built.pop())
+        kinds = {self.ctx.kind(v) for v in values if isinstance(v, ast.Call)}
+        classes = {k.cls for k in kinds if k is not None and k.name == "instance" and k.cls is not None}
+        if not values or len(classes) != 1 or len(kinds) != 1 or not all(isinstance(v, ast.Call) for v in values):
+            return None  # every binding of the name, anywhere in the file, builds the same class (`VecPyTorch(...)`,
+            # or a function of the file that returns one: `envs = make_vec_envs(...)`)
+        cls = self.ctx.kinds.classes.get(classes.pop())
         if cls is None or not self._plain_class(cls):
             return None
         method = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)

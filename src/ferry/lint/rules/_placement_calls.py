@@ -1816,6 +1816,8 @@ def _holds_parameters(ctx: FileContext, call: ast.Call, depth: int = 0) -> bool:
         return True
     if full in ctx.kinds.classes and ctx.kinds.class_is_module(full):
         return True
+    if isinstance(call.func, ast.Name) and (kind := ctx.kind(call)) is not None and kind.is_module:
+        return True  # `base = MLPBase`, then `self.base = base(obs_shape[0])`: a module class of the file
     if full.startswith("torch.nn.") and last in _CONTAINERS and depth < 3:
         inner = [n for a in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(a)]
         return any(isinstance(n, ast.Call) and _holds_parameters(ctx, n, depth + 1) for n in inner)
