@@ -253,6 +253,34 @@ def _rate(hit: int, total: int) -> str:
     return f"{hit}/{total} ({100 * hit / total:.0f} %)" if total else "-"
 
 
+def relint(paths: list[Path], stored: Path) -> None:
+    """Static recall on the mutants an earlier run counted, with the linter as it is now.
+
+    The mutants are written again from a fresh trace of each clean program (the same sites give the same keys);
+    a mutant counts when the stored run found it valid. Nothing runs but the clean programs' traces.
+    """
+    rows = {row["key"]: row for row in json.loads(stored.read_text())["rows"]}
+    hits: dict[str, list[bool]] = defaultdict(list)
+    for path in paths:
+        sites = inject.trace_sites(path, lambda p: run_program(p, sanitize=False, timeout=TIMEOUT))
+        _BASE[path.name] = {"lint": _lint(path.name, path.read_text())}
+        for mutant in inject.mutants(path.name, path.read_text(), sites):
+            row = rows.get(mutant.key)
+            if row is None or not row.get("valid"):
+                continue
+            found = static(mutant)["static"]
+            hits[mutant.code].append(found)
+            if not found:
+                print(f"  static miss: {path.name}:{mutant.line} {mutant.code} {mutant.form}")
+    for code in sorted(hits):
+        print(f"{code} {_rate(sum(hits[code]), len(hits[code]))}")
+    every = [hit for group in hits.values() for hit in group]
+    counted = sum(
+        1 for row in rows.values() if row.get("valid") and Path(row["program"]).name in {p.name for p in paths}
+    )
+    print(f"all {_rate(sum(every), len(every))} ({counted} counted in {stored.name})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -262,8 +290,17 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every mutant's row here")
     parser.add_argument("--markdown", action="store_true", help="print the per-class table as Markdown")
     parser.add_argument("--limit", type=int, default=0, help="check at most this many mutants per program")
+    parser.add_argument(
+        "--relint",
+        type=Path,
+        help="a --json file of an earlier run: lint its counted mutants again (same mutants, same validity), "
+        "run nothing; the static figure after a linter change",
+    )
     args = parser.parse_args()
     paths = [p.resolve() for p in args.programs] or sorted(PROGRAMS.glob("*.py"))
+    if args.relint is not None:
+        relint(paths, args.relint)
+        return
     import torch
 
     torch.set_num_threads(1)  # the clean runs as the mutants run: printed numbers may depend on the thread count
