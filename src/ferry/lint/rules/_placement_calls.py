@@ -210,6 +210,8 @@ class CallsMixin(DevicesMixin):
             # `trainer.train(loader)` on a plain class's instance: the method sees what the call passes, may move or
             # keep only what it does not just read, and returns what its body gives
             self._escape(node, only=self.record_method_call(node, plain, args, kwargs))
+            if isinstance(func.value, ast.Name) and len(node.args) == 1 and not node.keywords:
+                self._storage_moved(func.value.id, plain, node.args[0])
             return self.method_returned(plain, node, args, kwargs)
         owner = dotted(func.value)
         inner = func.value
@@ -599,6 +601,55 @@ class CallsMixin(DevicesMixin):
         finally:
             self.silent -= 1
             self.env = saved
+
+    def _storage_moved(self, owner: str, method: ast.FunctionDef, device: ast.expr) -> None:
+        """``rollouts.to(device)`` where the class's method moves some of the tensors ``__init__`` makes on the host.
+
+        a2c-ppo-acktr's ``RolloutStorage``: ``__init__`` makes ``self.obs = torch.zeros(...)`` and the others,
+        ``to(self, device)`` does ``self.obs = self.obs.to(device)`` for each. After the call, ``rollouts.obs`` is
+        on that device, and a host tensor of ``__init__`` that ``to`` leaves out is still on the host. Only tensors
+        no other method rebinds; nothing when the method does anything else.
+        """
+        params = [a.arg for a in method.args.args]
+        if len(params) != 2:
+            return
+        moved: set[str] = set()
+        for stmt in method.body:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue  # a docstring
+            if (  # `self.actions.to(device)` as a statement: a move thrown away, nothing moved
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Call)
+                and isinstance(stmt.value.func, ast.Attribute)
+                and stmt.value.func.attr == "to"
+                and (dotted(stmt.value.func.value) or "").startswith(f"{params[0]}.")
+            ):
+                continue
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+            value = stmt.value if isinstance(stmt, ast.Assign) else None
+            if not (isinstance(target, ast.Attribute) and dotted(target.value) == params[0]):
+                return
+            if value is not None and dotted(value) == f"{params[0]}.{target.attr}":
+                continue  # `self.obs = self.obs`: kept where it is
+            if not (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "to"
+                and dotted(value.func.value) == f"{params[0]}.{target.attr}"
+                and len(value.args) == 1
+                and dotted(value.args[0]) == params[1]
+            ):
+                return
+            moved.add(target.attr)
+        cls = self.ctx.enclosing_class(method)
+        where = self.device_where(device)
+        if cls is None or not moved or where is None:
+            return
+        made = _host_tensors_of_init(self.ctx, cls, method)
+        for attr in moved:
+            self.env[f"{owner}.{attr}"] = Val("tensor", where, dev=self.segment(device))
+        for attr in made - moved:
+            self.env[f"{owner}.{attr}"] = Val("tensor", HOST)
 
     def _fed_device(self, name: str, node: ast.Call) -> str | None:
         """The device this construction gives a module class that moves its inputs there but not itself.
@@ -1444,6 +1495,50 @@ class CallsMixin(DevicesMixin):
         return _reading_method(self.ctx, name)
 
 
+def _host_tensors_of_init(ctx: FileContext, cls: ast.ClassDef, mover: ast.FunctionDef) -> set[str]:
+    """The ``self.<attr>`` that ``__init__`` makes on the host and no method but ``mover`` rebinds.
+
+    Made by a torch factory without ``device=``, and kept there by a conversion such as ``.long()``.
+    """
+    init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+    if init is None:
+        return set()
+    made: set[str] = set()
+    others: set[str] = set()
+    for stmt in ast.walk(init):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+            continue
+        target, value = stmt.targets[0], stmt.value
+        if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self"):
+            continue
+        if isinstance(value, ast.Call) and _host_factory_call(ctx, value):
+            made.add(target.attr)
+            continue
+        converted = (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in ("long", "float", "int", "bool", "half", "double", "byte")
+            and dotted(value.func.value) == f"self.{target.attr}"
+        )
+        if not converted:
+            others.add(target.attr)
+    for method in cls.body:
+        if method is init or method is mover or not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(method):
+            if isinstance(node, ast.Attribute) and dotted(node.value) == "self" and isinstance(node.ctx, ast.Store):
+                others.add(node.attr)
+    return made - others
+
+
+def _host_factory_call(ctx: FileContext, call: ast.Call) -> bool:
+    """``torch.zeros(...)`` and the like without ``device=`` (or ``out=``, or ``**kwargs`` that may hold one)."""
+    full = ctx.call_name(call) or ""
+    if not (full.startswith("torch.") and full.rsplit(".", 1)[-1] in FACTORIES):
+        return False
+    return not any(k.arg in ("device", "out") or k.arg is None for k in call.keywords)
+
+
 def _kept_input_device(cls: ast.ClassDef) -> tuple[str, int | None, str | None] | None:
     """The ``__init__`` parameter a module class keeps as the device it moves its inputs to; else ``None``.
 
@@ -1902,7 +1997,8 @@ def _later_input(val: Val, node: ast.expr) -> bool:
     """
     if val.scalar or (isinstance(node, ast.Starred) and val.name is None):
         return False
-    text = (val.name or dotted(node) or "").lower()
+    inner = node.value if isinstance(node, ast.Subscript) else node  # `rollouts.masks[step]`: the tensor's name
+    text = (val.name or dotted(inner) or "").lower()
     return bool(text) and not any(word in text for word in _HOST_ARGUMENT_WORDS)
 
 
