@@ -449,6 +449,11 @@ class CallsMixin(DevicesMixin):
             return Val("tensor", where, scalar=source.scalar, dev=source.dev)
         if full in PASS_THROUGH and args:
             return _unstarred(node, args)[0]  # deprecated `Variable(x)`: gives the tensor back, where it is
+        if full == "functools.partial" and node.args and isinstance(node.args[0], ast.Name):
+            named = node.args[0].id
+            defined = [f for f in self.ctx.tree.body if isinstance(f, ast.FunctionDef) and f.name == named]
+            if len(defined) == 1 and loss_of_parameters(self.ctx, defined[0]):
+                return Val("module", params=False, loss=True)  # `functools.partial(cross_entropy2d, **params)`
         if full in ("list", "tuple") and len(args) == 1 and not node.keywords:
             if args[0].what == "seq":  # `list(image.to(device) for image in images)`: the same items
                 return replace(args[0], origin=None, name=None)
@@ -1529,6 +1534,35 @@ def _host_tensors_of_init(ctx: FileContext, cls: ast.ClassDef, mover: ast.Functi
             if isinstance(node, ast.Attribute) and dotted(node.value) == "self" and isinstance(node.ctx, ast.Store):
                 others.add(node.attr)
     return made - others
+
+
+def loss_of_parameters(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``func`` computes a checked loss of its first two parameters, reshaped on the way.
+
+    pytorch-semseg's ``cross_entropy2d(input, target, ...)``: ``input = input.transpose(1, 2)...view(-1, c)``,
+    ``target = target.view(-1)``, then ``F.cross_entropy(input, target, ...)``: calling it is calling that loss.
+    """
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    if len(params) < 2:
+        return False
+    first, second = {params[0]}, {params[1]}
+    for node in ast.walk(func):  # names rebound from one parameter only, through its own methods
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            for group, other in ((first, second), (second, first)):
+                if used & group and not used & other:
+                    group.add(node.targets[0].id)
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call) or len(node.args) < 2:
+            continue
+        full = ctx.call_name(node) or ""
+        last = full.rsplit(".", 1)[-1]
+        if not (full.startswith("torch.nn.functional.") and last in CHECKED_LOSSES):
+            continue
+        a, b = node.args[0], node.args[1]
+        if isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id in first and b.id in second:
+            return True
+    return False
 
 
 def _host_factory_call(ctx: FileContext, call: ast.Call) -> bool:
