@@ -362,12 +362,15 @@ class SanitizerMode(TorchFunctionMode):
         call = f"{stack.root_name or 'model'}(...)"  # `model(inputs, hidden)`: the input may be any argument
         return f"{name} = {name}.to({chosen or repr(str(expected))})  # before {call} at {stack.root_call}"
 
-    def moved(self, module: nn.Module, before: torch.device | None) -> None:
-        """``module.cpu()``/``.to(...)`` ran: remember a move from an accelerator to the CPU, with the user's line."""
-        after = next(iter(module.parameters()), None)
+    def moved(self, module: nn.Module, before: torch.device | None, after: torch.device | None) -> None:
+        """``module.cpu()``/``.to(...)`` ran: remember a move from an accelerator to the CPU, with the user's line.
+
+        ``before``/``after``: the device of the module's first parameter or buffer around the call (``None`` for a
+        module without any). A later move off the CPU forgets the record.
+        """
         key = id(module)
-        if before is None or after is None or after.device.type != "cpu" or before.type == "cpu":
-            if after is not None and after.device.type != "cpu":
+        if before is None or after is None or after.type != "cpu" or before.type == "cpu":
+            if after is not None and after.type != "cpu":
                 self.host_moves.pop(key, None)  # moved back
             return
         frame = user_frame(2)

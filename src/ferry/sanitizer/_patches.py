@@ -17,6 +17,7 @@ Module stays unpatched for everything else; the cost is one Python call per ``lo
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -74,13 +75,13 @@ class Patches:
         def watched_cpu(self: nn.Module) -> nn.Module:
             before = _weight_device(self)
             result = module_cpu(self)
-            mode.moved(self, before)
+            mode.moved(self, before, _weight_device(self))
             return result
 
         def watched_to(self: nn.Module, *args: Any, **kwargs: Any) -> nn.Module:
             before = _weight_device(self)
             result = module_to(self, *args, **kwargs)
-            mode.moved(self, before)
+            mode.moved(self, before, _weight_device(self))
             return result
 
         self._replace(nn.Module, "cpu", watched_cpu)
@@ -102,7 +103,7 @@ class Patches:
 
 def _weight_device(module: nn.Module) -> torch.device | None:
     """The device of ``module``'s first parameter or buffer (``None`` for a module without any)."""
-    first = next(iter([*module.parameters(), *module.buffers()]), None)
+    first = next(itertools.chain(module.parameters(), module.buffers()), None)
     return None if first is None else first.device
 
 
