@@ -667,6 +667,7 @@ class _Flow(CallsMixin):
                     if arg is not None:
                         given = passed.get(arg.arg, UNKNOWN)
                         params[arg.arg] = given if given.what != "unknown" else self._parameter(arg)
+                params.update((k, v) for k, v in passed.items() if "." in k)  # a method's `self.<attr>` at its call
                 closure = self._closure(func, declared.get(func, set()))
                 if seen or closure:
                     local = bound_names(func)
@@ -675,7 +676,9 @@ class _Flow(CallsMixin):
                             params[name] = val
                 cls = self.ctx.enclosing_class(func)
                 if cls is not None and func in cls.body and func.name != "__init__" and "self" in params:
+                    held = {k: v for k, v in params.items() if k.startswith("self.")}  # what the instance held
                     params.update(self.instance_attributes(cls))  # `self.device`, `self.model` from `__init__`
+                    params.update(held)
                 self._scope(func, func.body, params, frozenset(declared.get(func, ())))
             done.add(func)
         return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
@@ -953,6 +956,14 @@ class _Flow(CallsMixin):
             return escaping
         given = dict(zip(params, (_handed(a) for a in args), strict=False))
         given.update((k.arg, _handed(kwargs.get(k.arg, UNKNOWN))) for k in node.keywords if k.arg is not None)
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        if isinstance(receiver, ast.Name) and receiver.id != me:
+            # `rollouts.compute_returns(...)` after `rollouts.to(device)`: `self.<attr>` as the instance holds it here
+            prefix = f"{receiver.id}."
+            for key, val in self.env.items():
+                attr = key[len(prefix) :]
+                if key.startswith(prefix) and attr.isidentifier() and val.what in TENSORISH:
+                    given[f"{me}.{attr}"] = _handed(val)
         known.append((node, given))
         return escaping
 
@@ -1826,7 +1837,20 @@ class _Flow(CallsMixin):
                 or (index.what in TENSORISH and not index.scalar)
                 or self._numpy_indices(node.slice)
             )
-            return replace(owner, what="tensor", scalar=owner.scalar or not keeps_rank)
+            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            dropped = sum(
+                1
+                for e in parts
+                if not isinstance(e, ast.Slice) and not (isinstance(e, ast.Constant) and e.value in (None, ...))
+            )
+            if not keeps_rank and owner.dims > dropped:  # `rewards[step]` of a 3-D tensor: a 2-D row, not a scalar
+                return replace(owner, what="tensor", dims=owner.dims - dropped)
+            basic = all(
+                isinstance(e, ast.Slice | ast.Constant) or (isinstance(e, ast.Name) and self.ev(e).what == "number")
+                for e in parts
+            )
+            dims = max(owner.dims - dropped, 0) if keeps_rank and basic else 0
+            return replace(owner, what="tensor", scalar=owner.scalar or not keeps_rank, dims=dims)
         if owner.what == "batch":  # `batch[0]`, `batch["input_ids"]`
             return Val("tensor", owner.where)
         if owner.what == "unknown" and index.what in TENSORISH and not index.scalar:

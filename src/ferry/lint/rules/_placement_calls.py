@@ -652,9 +652,10 @@ class CallsMixin(DevicesMixin):
             return
         made = _host_tensors_of_init(self.ctx, cls, method)
         for attr in moved:
-            self.env[f"{owner}.{attr}"] = Val("tensor", where, dev=self.segment(device))
-        for attr in made - moved:
-            self.env[f"{owner}.{attr}"] = Val("tensor", HOST)
+            self.env[f"{owner}.{attr}"] = Val("tensor", where, dims=made.get(attr, 0), dev=self.segment(device))
+        for attr, dims in made.items():
+            if attr not in moved:
+                self.env[f"{owner}.{attr}"] = Val("tensor", HOST, dims=dims)
 
     def _fed_device(self, name: str, node: ast.Call) -> str | None:
         """The device this construction gives a module class that moves its inputs there but not itself.
@@ -821,9 +822,10 @@ class CallsMixin(DevicesMixin):
             return Val("tensor")
         listed = bool(node.args and args and args[0].what == "seq")  # `torch.tensor(labels)` of a list: 1-D at least
         scalar = self._shape_scalar(node, name) and not listed
+        dims = max(_shape_dims(node, name), int(listed))
         if device is not None:
             where = self.device_where(device)
-            return Val("tensor", where, scalar=scalar, dev=self.segment(device))
+            return Val("tensor", where, scalar=scalar, dims=dims, dev=self.segment(device))
         if name in ("as_tensor", "asarray", "tensor") and node.args:
             first = args[0]
             if first.what in (*TENSORISH, "any"):  # a tensor stays where it is
@@ -834,7 +836,7 @@ class CallsMixin(DevicesMixin):
             data = first.what in ("seq", "tuple", "number") or isinstance(node.args[0], ast.Constant)
             if not (data or (kind is not None and kind.name == "ndarray") or name == "tensor"):
                 return Val("tensor")  # `torch.as_tensor(x)` of an unknown `x` may be a device tensor
-        return Val("tensor", made_here, scalar=scalar)
+        return Val("tensor", made_here, scalar=scalar, dims=dims)
 
     def _combined(self, node: ast.Call, pairs: list[tuple[Val, ast.expr]]) -> None:
         """FRY006 for a host tensor among ``pairs`` (values, nodes) that one call combines with a device tensor."""
@@ -1500,15 +1502,56 @@ class CallsMixin(DevicesMixin):
         return _reading_method(self.ctx, name)
 
 
-def _host_tensors_of_init(ctx: FileContext, cls: ast.ClassDef, mover: ast.FunctionDef) -> set[str]:
+def _shape_dims(node: ast.Call, name: str) -> int:
+    """How many dimensions the tensor a factory call makes has at least, as the call shows (0: not shown).
+
+    ``torch.zeros(n, p, 1)`` and ``torch.zeros((n, p, 1))``: 3 (a starred size, ``*obs_shape``, adds none);
+    ``torch.tensor([[0.0], [1.0]])``: 2; ``torch.arange(n)``: 1; ``torch.eye(n)``: 2.
+    """
+    if name in ("arange", "range", "linspace", "logspace", "randperm") or name.endswith("_window"):
+        return 1
+    if name in ("eye", "tril_indices", "triu_indices"):
+        return 2
+    if name in ("tensor", "as_tensor", "asarray", "new_tensor"):
+        data = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "data"), None)
+        depth = 0
+        while isinstance(data, ast.List | ast.Tuple | ast.ListComp):
+            depth += 1
+            if isinstance(data, ast.ListComp):
+                data = data.elt
+            elif data.elts and not any(isinstance(e, ast.Starred) for e in data.elts):
+                data = data.elts[0]
+            else:
+                break
+        return depth
+    if name not in ("zeros", "ones", "empty", "full", "rand", "randn", "randint", "empty_strided"):
+        return 0
+    size = next((k.value for k in node.keywords if k.arg == "size"), None)
+    if size is not None:
+        sizes = [size]
+    elif name == "randint":
+        sizes = node.args[-1:] if len(node.args) > 1 else []
+    elif name in ("full", "empty_strided"):
+        sizes = node.args[:1]
+    else:
+        sizes = list(node.args)
+    if len(sizes) == 1 and isinstance(sizes[0], ast.Tuple | ast.List):
+        sizes = list(sizes[0].elts)
+    elif len(sizes) == 1 and not isinstance(sizes[0], ast.Constant | ast.BinOp | ast.Starred):
+        return 0  # `torch.zeros(shape)`: a size held in a name may be a tuple of any length
+    return sum(1 for s in sizes if not isinstance(s, ast.Starred))
+
+
+def _host_tensors_of_init(ctx: FileContext, cls: ast.ClassDef, mover: ast.FunctionDef) -> dict[str, int]:
     """The ``self.<attr>`` that ``__init__`` makes on the host and no method but ``mover`` rebinds.
 
-    Made by a torch factory without ``device=``, and kept there by a conversion such as ``.long()``.
+    Made by a torch factory without ``device=``, and kept there by a conversion such as ``.long()``. Each with the
+    number of dimensions its factory call shows (see :func:`_shape_dims`).
     """
     init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
     if init is None:
-        return set()
-    made: set[str] = set()
+        return {}
+    made: dict[str, int] = {}
     others: set[str] = set()
     for stmt in ast.walk(init):
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
@@ -1517,7 +1560,7 @@ def _host_tensors_of_init(ctx: FileContext, cls: ast.ClassDef, mover: ast.Functi
         if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self"):
             continue
         if isinstance(value, ast.Call) and _host_factory_call(ctx, value):
-            made.add(target.attr)
+            made[target.attr] = _shape_dims(value, (ctx.call_name(value) or "").rsplit(".", 1)[-1])
             continue
         converted = (
             isinstance(value, ast.Call)
@@ -1533,7 +1576,7 @@ def _host_tensors_of_init(ctx: FileContext, cls: ast.ClassDef, mover: ast.Functi
         for node in ast.walk(method):
             if isinstance(node, ast.Attribute) and dotted(node.value) == "self" and isinstance(node.ctx, ast.Store):
                 others.add(node.attr)
-    return made - others
+    return {attr: dims for attr, dims in made.items() if attr not in others}
 
 
 def loss_of_parameters(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

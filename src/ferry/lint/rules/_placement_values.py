@@ -115,6 +115,9 @@ class Val:
         origin: The statement that bound it (reported instead of the use, so the fix goes where the value is made).
         name: The name it was bound to, for messages.
         scalar: A host tensor that may have zero dimensions (it then mixes with device tensors without error).
+        dims: How many dimensions a tensor has at least, where the code shows it (``torch.zeros(n, p, 1)``: 3);
+            0 when not known. Indexing one with fewer integers than that leaves a tensor with dimensions
+            (``rewards[step]``), which is not a possible zero-dimensional scalar.
         items: For ``"tuple"``.
         element: For ``"seq"``/``"dict"``: any item.
         dev: The device as written where it was chosen (``device``, ``"cuda"``), for messages.
@@ -144,6 +147,7 @@ class Val:
     origin: ast.stmt | None = None
     name: str | None = None
     scalar: bool = False
+    dims: int = 0
     items: tuple[Val, ...] = ()
     element: Val | None = None
     dev: str | None = None
@@ -288,6 +292,7 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         origin=a.origin if a.origin is b.origin or both_built else None,
         name=a.name if a.name == b.name else None,
         scalar=a.scalar or b.scalar,
+        dims=min(a.dims, b.dims),
         dev=pick.dev,
         moved_at=pick.moved_at,
         fresh=a.fresh and b.fresh and where == HOST,
