@@ -16,7 +16,10 @@ Finds models used for prediction in the wrong autograd or module mode, in these 
   (``model.train()``, or a call of a function that does); also a method of a plain class of the file, such as a
   trainer's ``eval_fn`` predicting with ``self.model`` after ``self.train_fn()`` switched it to training;
 - validation inside the training loop: the model trained in this pass of the loop (switched with ``train()`` at its
-  top) and then predicts under ``no_grad`` with no ``eval()`` in between;
+  top) and then predicts under ``no_grad`` with no ``eval()`` in between; or, in a loop or a training function
+  (``def train(epoch): model.train(); ...; optimizer.step()``), predicts after the step with gradients on and
+  nothing trained on its output (no backward or step after it), as pyGAT's validation forward would without its
+  ``model.eval()``;
 - a training loop over phases that calls ``model.train()`` in one branch (``if phase == "train":``) and never
   ``model.eval()``: in the other phase the model predicts with gradients off (``torch.no_grad()``,
   ``torch.set_grad_enabled(phase == "train")``) still in training mode.
@@ -998,22 +1001,30 @@ def _validated_inside_training_loop(facts: _Facts, reported: set[ast.AST]) -> It
         done: set[str] = set()
         for prediction in calls:
             model = dotted(prediction.func)
-            if model is None or model in done or prediction in reported or not _without_grad(ctx, prediction):
+            if model is None or model in done or prediction in reported:
                 continue
+            graded = not _without_grad(ctx, prediction)
             if isinstance(prediction.func, ast.Attribute) and not model.startswith("self."):
                 continue
+            if graded and (_gradients_enabled(ctx, prediction) or not isinstance(scope, ast.FunctionDef)):
+                continue
             loop = innermost_loop(ctx, prediction)
+            region: ast.AST | None = None
             while loop is not None and scope_node(ctx, loop) is scope:
-                body = [c for c in calls if _inside(c, loop) and before(c, prediction)]
-                trained = any(_is_model_call(c, model, ctx) and not _without_grad(ctx, c) for c in body) and any(
-                    facts._training_call(c, False) for c in body
-                )
-                if trained:
+                if _trained_before(facts, calls, loop, prediction, model):
+                    region = loop
                     break
                 loop = innermost_loop(ctx, loop)
-            if loop is None or scope_node(ctx, loop) is not scope:
+            if region is None and graded and _trained_before(facts, calls, scope, prediction, model):
+                region = scope  # `def train(epoch): model.train(); ...; optimizer.step(); model(x_val)`: one pass
+            if region is None:
                 continue
-            body = [c for c in calls if _inside(c, loop) and before(c, prediction)]
+            if graded and (
+                any(_inside(c, region) and before(prediction, c) and facts._training_call(c, False) for c in calls)
+                or not _predicts(ctx, prediction)
+            ):
+                continue  # its output may be trained on: a second forward of the same step (a GAN's generator)
+            body = [c for c in calls if _inside(c, region) and before(c, prediction)]
             switch = next((c for c in reversed(body) if _switches_mode(c, model)), None)
             if switch is None or not _trains_again(switch):
                 # no `model.train()` in this pass: a model never switched may be sampled in training mode on purpose
@@ -1033,15 +1044,52 @@ def _validated_inside_training_loop(facts: _Facts, reported: set[ast.AST]) -> It
                 for c in since
             ):
                 continue
+            if graded:
+                _, built = facts.binding(model, prediction)
+                if built is not None and (facts.mode_free(built) or _tensor_type(ctx, built)):
+                    continue
             done.add(model)
+            where = (
+                "under `torch.no_grad()` inside its training loop"
+                if not graded
+                else f"after its training step in `{scope.name}`"
+                if region is scope and isinstance(scope, ast.FunctionDef)
+                else "after its training step inside its training loop"
+            )
+            untrained = ", and nothing is trained on its output," if graded else ""
             yield Finding(
                 prediction,
-                message=f"`{model}` predicts under `torch.no_grad()` inside its training loop (line {loop.lineno}) "
+                message=f"`{model}` predicts {where} (line {getattr(region, 'lineno', 0)}){untrained} "
                 f"in training mode: it was last switched to training (line {switch.lineno}) and trained in this "
                 f"pass; dropout "
                 f"stays active and batch norm uses batch statistics; fix: call `{model}.eval()` before this "
                 f"validation (and `{model}.train()` before the next training step)",
             )
+
+
+def _trained_before(facts: _Facts, calls: list[ast.Call], region: ast.AST, prediction: ast.Call, model: str) -> bool:
+    """Whether ``region`` (a loop or a function) calls ``model`` with gradients and trains before ``prediction``."""
+    body = [c for c in calls if _inside(c, region) and before(c, prediction)]
+    return any(_is_model_call(c, model, facts.ctx) and not _without_grad(facts.ctx, c) for c in body) and any(
+        facts._training_call(c, False) for c in body
+    )
+
+
+def _gradients_enabled(ctx: FileContext, node: ast.AST) -> bool:
+    """Whether ``node`` runs under ``torch.enable_grad()`` or ``torch.set_grad_enabled(...)``: gradients are meant."""
+    for above in ctx.ancestors(node):
+        if isinstance(above, ast.With | ast.AsyncWith):
+            for item in above.items:
+                expr = item.context_expr
+                full = ctx.qualname(expr.func if isinstance(expr, ast.Call) else expr)
+                if full in ("torch.enable_grad", "torch.set_grad_enabled", "torch.autograd.enable_grad"):
+                    return True
+    return False
+
+
+def _predicts(ctx: FileContext, call: ast.Call) -> bool:
+    """Whether the output of the model ``call`` is bound to a name (``output = model(x)``), not handed on."""
+    return isinstance(ctx.parent(call), ast.Assign)
 
 
 def _training_loop_before(
