@@ -461,7 +461,7 @@ def test_only_torch_save_records_locations_so_no_stale_address_tags_a_later_save
 
     with pretend_cuda():
         x = torch.ones(3, device="cuda")
-        pickle.loads(pickle.dumps(x))  # multiprocessing and plain pickle write CPU data, and record nothing
+        pickle.loads(pickle.dumps(x))  # plain pickle writes CPU data with its device, and records nothing here
         assert {} == SAVED_LOCATIONS
         torch.save(x, io.BytesIO())
         assert {} == SAVED_LOCATIONS  # cleared when torch.save returns
@@ -469,6 +469,53 @@ def test_only_torch_save_records_locations_so_no_stale_address_tags_a_later_save
     torch.save(torch.zeros(3), buffer)  # a later CPU save is a CPU save
     buffer.seek(0)
     assert torch.device("cpu") == torch.load(buffer).device
+
+
+def test_plain_pickle_and_copy_bring_a_gpu_tensor_back_on_its_gpu_as_pytorch_does() -> None:
+    # Rainbow pickles its replay memory (tensors on the GPU) to a bz2 file and reads it back to resume
+    import copy
+    import pickle
+
+    with pretend_cuda(device_count=2):
+        memory = {"frames": torch.arange(6.0, device="cuda:1"), "host": torch.ones(2), "w": nn.Parameter(torch.ones(2))}
+        memory["w"] = nn.Parameter(memory["w"].cuda())
+        back = pickle.loads(pickle.dumps(memory))
+        assert CUDA1 == back["frames"].device
+        assert is_pretend(back["frames"])
+        assert torch.equal(torch.arange(6.0), back["frames"].cpu())
+        assert torch.device("cpu") == back["host"].device
+        assert isinstance(back["w"], nn.Parameter)
+        assert CUDA0 == back["w"].device
+        assert back["w"].requires_grad
+        assert CUDA1 == copy.copy(memory["frames"]).device
+        written = pickle.dumps(memory["frames"])
+    outside = pickle.loads(written)  # no pretend GPU to put it on: the data, on the CPU
+    assert torch.device("cpu") == outside.device
+    assert not is_pretend(outside)
+
+
+def test_a_users_autograd_function_backward_sees_the_pretend_devices() -> None:
+    # pytorch-grad-cam's guided backpropagation: `torch.zeros(x.size()).type_as(x)` in `backward` is on x's GPU
+    class GuidedRelu(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.clamp(min=0)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            zeros = torch.zeros(x.size()).type_as(x)
+            assert CUDA0 == zeros.device
+            return torch.addcmul(zeros, grad, (x > 0).type_as(grad))
+
+    with pretend_cuda():
+        x = torch.tensor([-1.0, 2.0], device="cuda", requires_grad=True)
+        GuidedRelu.apply(x).sum().backward()
+        assert CUDA0 == x.grad.device
+        assert [0.0, 1.0] == x.grad.cpu().tolist()
+        (g,) = torch.autograd.grad(GuidedRelu.apply(x * 2).sum(), x)
+        assert [0.0, 2.0] == g.cpu().tolist()
 
 
 def test_pytorchs_own_warnings_point_at_the_users_line():

@@ -84,7 +84,7 @@ from typing import Any
 
 import torch
 import torch.utils._device
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode, _get_current_function_mode_stack
 from torch.utils._pytree import tree_flatten, tree_map
 
 from ferry.errors import ArgumentError
@@ -998,6 +998,17 @@ _STORAGES = _Storages()
 torch.serialization.register_package(5, _STORAGES.tag, _STORAGES.restore)
 
 
+def unpickle_onto_pretend_device(host: torch.Tensor, device: str, param: bool) -> torch.Tensor:
+    """Rebuild a tensor that ``pickle`` wrote from a pretend GPU: on that GPU again, as PyTorch's unpickling does.
+
+    Not public API: pickles written under pretend GPUs name this function. Outside a :func:`pretend_cuda` block the
+    tensor comes back on the CPU (there is no pretend GPU to put it on).
+    """
+    state = _STORAGES.state
+    placed = host if state is None else place_data(host, state.resolve(device)).requires_grad_(host.requires_grad)
+    return torch.nn.Parameter(placed, host.requires_grad) if param else placed
+
+
 def _saving_locations(save: Callable[..., Any]) -> Callable[..., Any]:
     """``torch.save`` during which pretend tensors record their location (see :class:`_Storages`)."""
 
@@ -1088,6 +1099,23 @@ def _at_the_users_line(show: Callable[..., None]) -> Callable[..., None]:
     return located
 
 
+def _with_mode_on(apply: Callable[..., Any], mode: TorchFunctionMode) -> Callable[..., Any]:
+    """``BackwardCFunction.apply`` (which runs a user's ``autograd.Function.backward``) with ``mode`` on.
+
+    ``loss.backward()`` reaches the pretend mode's ``__torch_function__``, and a mode is off while its own handler
+    runs, so the whole backward pass would run without it: ``torch.zeros(x.size()).type_as(x)`` in a user's backward
+    (pytorch-grad-cam's guided backpropagation) would stay on the CPU where a GPU gives a CUDA tensor.
+    """
+
+    def run_backward(self: Any, *args: Any) -> Any:
+        if mode in _get_current_function_mode_stack():  # type: ignore[no-untyped-call]
+            return apply(self, *args)
+        with mode:
+            return apply(self, *args)
+
+    return run_backward
+
+
 @contextlib.contextmanager
 def pretend_cuda(device_count: int = 1) -> Iterator[None]:
     """Pretend this machine has ``device_count`` CUDA GPUs, for the duration of the ``with`` block.
@@ -1152,6 +1180,9 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
         (torch.backends.cudnn, "is_acceptable", lambda tensor: False),  # no cuDNN here, and no warning about it
     ]
     patches.append((torch.nn.Module, "_apply", _swapping(torch.nn.Module._apply)))
+    mode = _PretendMode(state)
+    backward = torch.autograd.function.BackwardCFunction
+    patches.append((backward, "apply", _with_mode_on(backward.apply, mode)))
     # PyTorch's own warnings (TORCH_WARN) point at the innermost Python frame: under the pretend mode that is ours
     patches.append((warnings, "showwarning", _at_the_users_line(warnings.showwarning)))
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
@@ -1160,7 +1191,7 @@ def pretend_cuda(device_count: int = 1) -> Iterator[None]:
         for owner, name, replacement in patches:
             setattr(owner, name, replacement)
         _STORAGES.state = state
-        with _PretendMode(state):
+        with mode:
             try:
                 yield
             finally:

@@ -210,10 +210,17 @@ class PretendTensor(torch.Tensor):
         # SAVED_LOCATIONS): the file says cuda:i, as a GPU's does, so it loads back onto the pretend GPU, and a
         # CPU-only machine needs map_location, as for a GPU's checkpoint.
         # A Parameter is saved as one, and requires_grad with it, as PyTorch saves them.
+        # Outside torch.save (`pickle.dump`, `copy.copy`), PyTorch pickles a CUDA tensor with its device too, and
+        # unpickling it gives a CUDA tensor again (Rainbow's replay memory, pickled to a bz2 file and read back).
         host = self._elem.detach().clone().requires_grad_(self.requires_grad)
-        if SAVING:  # only inside torch.save, which clears the table when it returns (never a stale address)
-            SAVED_LOCATIONS[host.untyped_storage().data_ptr()] = str(self._pretend_device)
-        if getattr(self, "_is_param", False):
+        param = bool(getattr(self, "_is_param", False))
+        if not SAVING:
+            from ferry.sanitizer.pretend import unpickle_onto_pretend_device
+
+            return (unpickle_onto_pretend_device, (host, str(self._pretend_device), param))
+        # only inside torch.save, which clears the table when it returns (never a stale address)
+        SAVED_LOCATIONS[host.untyped_storage().data_ptr()] = str(self._pretend_device)
+        if param:
             return torch.nn.Parameter(host, self.requires_grad).__reduce_ex__(proto)  # type: ignore[no-untyped-call]
         return host.__reduce_ex__(proto)  # type: ignore[no-untyped-call]
 
