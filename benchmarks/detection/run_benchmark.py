@@ -135,6 +135,13 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("semseg_segnet_train_validate.py", "FRY003", 564): "torch.load(args['model_path']) without map_location",
     ("semseg_segnet_train_validate.py", "FRY009", 521): "state_dict of the DataParallel model (module. keys)",
     ("ppo_recurrent_a2c_ppo_acktr.py", "FRY004", 919): "torch.save([actor_critic, ...]) of the whole policy",
+    # held-out round 11: the authors' torch.load without map_location (mixup-cifar10's resume, Image_Segmentation's
+    # solver, aladdinpersson's YOLOv1 checkpoint) and YOLOv1's `get_bboxes(..., device="cuda")` default, which
+    # its train.py leaves out (the helper kept the default and passed device=DEVICE at the call)
+    ("mixup_cifar_resume.py", "FRY003", 269): "torch.load('./checkpoint/ckpt.t7' + ...) without map_location",
+    ("unet_attention_skin_lesion.py", "FRY003", 494): "torch.load(unet_path) without map_location",
+    ("yolov1_voc_aladdin.py", "FRY002", 256): "get_bboxes(..., device='cuda') default of the original utils.py",
+    ("yolov1_voc_aladdin.py", "FRY003", 717): "torch.load(LOAD_MODEL_FILE) without map_location",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

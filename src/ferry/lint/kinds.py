@@ -34,8 +34,10 @@ from ferry.lint.torch_api import (
     COMPILERS,
     DATA_FACTORIES,
     DATA_LOADERS,
+    DTYPE_CASTS,
     LOADS,
     MODULE_SELF_METHODS,
+    MOVES,
     NOT_TENSOR_FUNCTIONS,
     NOT_TENSOR_METHODS,
     NOT_TENSOR_SUBMODULES,
@@ -48,6 +50,21 @@ from ferry.lint.torch_api import (
 
 if TYPE_CHECKING:
     from ferry.lint.context import FileContext
+
+#: Methods that give back their receiver converted, of the same kind (a tensor stays a tensor, a module a module).
+_SELF_CONVERSIONS = DTYPE_CASTS | MOVES | {"long", "int", "bool", "byte", "char", "short", "contiguous", "detach"}
+
+
+def _converts_itself(source: Source, name: str) -> bool:
+    """Whether ``source`` binds ``name`` to a conversion of itself (``self.x = self.x.long()``)."""
+    value = source[1] if source[0] == "expr" else None
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _SELF_CONVERSIONS
+        and _dotted(value.func.value) == name
+    )
+
 
 __all__ = [
     "BATCH",
@@ -482,7 +499,10 @@ class KindInference:
         if name.startswith("self.") and name.count(".") == 1:
             cls = self.ctx.enclosing_class(at)
             if cls is not None and name in self.self_attributes.get(cls.name, {}):
-                return self._agree([self._source_kind(s) for s in self.self_attributes[cls.name][name]])
+                sources = self.self_attributes[cls.name][name]
+                # `self.actions = self.actions.long()`: a conversion of the attribute keeps what it is
+                made = [s for s in sources if not _converts_itself(s, name)]
+                return self._agree([self._source_kind(s) for s in made or sources])
         found = self.find_binding(name, at)
         return self._source_kind(found[2]) if found is not None else None
 

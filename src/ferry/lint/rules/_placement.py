@@ -426,14 +426,53 @@ def _only_read_by(
     return param is not None and param in keeping_parameters(func, local, reading)
 
 
+def _init_helpers(ctx: FileContext, cls: ast.ClassDef, init: ast.FunctionDef) -> dict[ast.stmt, ast.FunctionDef]:
+    """The statements of ``__init__`` that call a method of the class that only ``__init__`` calls, and the method.
+
+    ``self.build_model()`` in a trainer's ``__init__`` (a ``def build_model(self):`` that builds ``self.unet`` and
+    moves it): its body is part of building the instance. Only calls with no arguments, of undecorated methods that
+    take only ``self``, as statements of their own.
+    """
+    methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef) and not m.decorator_list}
+    found: dict[ast.stmt, ast.FunctionDef] = {}
+    for stmt in init.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and dotted(call.func.value) == "self"
+            and not call.args
+            and not call.keywords
+        ):
+            continue
+        method = methods.get(call.func.attr)
+        if method is None or method is init or method.name.startswith("__"):
+            continue
+        args = method.args
+        if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            continue
+        calls = [
+            n
+            for n in ctx.nodes(ast.Call)
+            if isinstance(n.func, ast.Attribute) and n.func.attr == method.name and n is not call
+        ]
+        if calls or any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(method)):
+            continue  # called again elsewhere: it may rebind its attributes after `__init__`
+        found[stmt] = method
+    return found
+
+
 def _instance_uses(
     cls: ast.ClassDef,
     init: ast.AST,
     ctx: FileContext,
     local: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None,
     reading: Callable[[str], bool] | None = None,
+    helpers: set[ast.FunctionDef] | None = None,
 ) -> tuple[set[str], set[str]]:
-    """The ``self.<attr>`` that methods other than ``init`` rebind, and those they may move or hand on.
+    """The ``self.<attr>`` that methods other than ``init`` and its ``helpers`` rebind, and those they may move.
+
+    Also those they hand on.
 
     Handing one to a function of the file (``local``) that only reads it (see :func:`keeping_parameters`, with
     ``reading`` for the module classes' methods) leaves it where it is.
@@ -446,7 +485,11 @@ def _instance_uses(
     handled: set[str] = set()
     everything = False
     for method in cls.body:
-        if method is init or not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+        if (
+            method is init
+            or not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
+            or method in (helpers or ())
+        ):
             continue
         for node in ast.walk(method):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
@@ -1187,8 +1230,23 @@ class _Flow(CallsMixin):
         params = {a.arg: UNKNOWN for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
         params.update({k: v for k, v in (self.seeds or {}).items() if k not in bound_names(init)})
         params.update(self._constructed_with(cls, init, reader))
-        reader._scope(init, init.body, params, frozenset())
-        rebound, handled = _instance_uses(cls, init, self.ctx, self.local_functions, self.reading_method)
+        helpers = _init_helpers(self.ctx, cls, init)
+        segment: list[ast.stmt] = []
+        for stmt in [*init.body, None]:
+            helper = helpers.get(stmt) if stmt is not None else None
+            if stmt is not None and helper is None:
+                segment.append(stmt)
+                continue
+            reader._scope(init, segment, params, frozenset())
+            params, segment = dict(reader.env), []
+            if helper is not None:  # `self.build_model()`: its body runs here, on the same instance
+                shared = {k: v for k, v in params.items() if k not in bound_names(init) or k.startswith("self.")}
+                reader._scope(helper, helper.body, shared, frozenset())
+                params.update((k, v) for k, v in reader.env.items() if k.startswith("self."))
+        reader.env = params
+        rebound, handled = _instance_uses(
+            cls, init, self.ctx, self.local_functions, self.reading_method, set(helpers.values())
+        )
         moved_locals = any(  # `self.model = model; model.to(device)`: a local moved after it was kept
             isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
