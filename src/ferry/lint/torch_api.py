@@ -314,6 +314,6 @@ COMBINING_METHODS = frozenset(
 COMBINING_FUNCTIONS = frozenset(
     """
     cat concat concatenate stack hstack vstack matmul mm bmm gather where add sub mul div maximum minimum
-    masked_select index_select dot outer cross cdist take_along_dim
+    masked_select index_select dot outer cross cdist take_along_dim spmm addmm addcmul addcdiv baddbmm einsum
     """.split()
 )

@@ -32,7 +32,9 @@ KEEP = "keep"  # `.to(dtype)`: the device does not change
 TENSORISH = ("tensor", "output")
 
 #: Legacy constructors by their full name (``torch.FloatTensor``): tensors on the host.
-LEGACY_HOST = frozenset(f"torch.{name}" for name in LEGACY_CONSTRUCTORS)
+LEGACY_HOST = frozenset(f"torch.{name}" for name in LEGACY_CONSTRUCTORS) | frozenset(
+    f"torch.sparse.{name}" for name in LEGACY_CONSTRUCTORS - {"Tensor"}
+)  # `torch.sparse.FloatTensor(indices, values, size)`: a sparse tensor on the CPU (pygcn's adjacency)
 #: Functional losses checked (``ctc_loss``'s targets and lengths may stay on the CPU).
 CHECKED_LOSSES = LOSS_FUNCTIONS - HOST_TARGET_LOSSES
 #: Module methods that return the module itself without moving it (the function ``apply`` runs may move it).
