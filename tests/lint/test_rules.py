@@ -207,3 +207,47 @@ def test_fry008_second_report_refers_to_the_first() -> None:
     found = lint_source(code, rules=[r for r in RULES if r.code == "FRY008"])
     assert [5, 6] == [d.line for d in found]
     assert "the same problem as reported at line 5" in found[1].message
+
+
+_AGENT = """
+import torch
+import torch.nn as nn
+
+
+class Env:
+    def __init__(self, args):
+        self.device = args.device
+
+    def reset(self):
+        return torch.zeros(4, device=self.device)
+
+
+class Agent:
+    def __init__(self, args):
+        self.net = nn.Linear(4, 2){move}
+
+    def act(self, state):
+        return self.net(state){rest}
+
+
+def main(args):
+    if torch.cuda.is_available():
+        args.device = torch.device("cuda")
+    else:
+        args.device = torch.device("cpu")
+    env = Env(args)
+    agent = Agent(args)
+    state = {state}
+    print(agent.act(state))
+"""
+
+
+def test_placement_fixes_name_a_device_the_fixed_scope_can_reach() -> None:
+    # `self.device` of the Env class is not the Agent's: a fix inside Agent names no attribute Agent lacks
+    source = _AGENT.format(move="", rest="", state="env.reset()")
+    (found,) = [d for d in lint_source(source) if d.code == "FRY007"]
+    assert "fix: `self.net.to(device)` after building it" in found.message
+    source = _AGENT.format(move=".to(device=args.device)", rest="", state="torch.randn(4)")
+    (found,) = [d for d in lint_source(source) if d.code == "FRY006"]
+    assert "`state = state.to(args.device)`" not in found.message
+    assert "fix: `state = state.to(device)` before this line" in found.message

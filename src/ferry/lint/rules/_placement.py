@@ -427,11 +427,12 @@ def _only_read_by(
 
 
 def _init_helpers(ctx: FileContext, cls: ast.ClassDef, init: ast.FunctionDef) -> dict[ast.stmt, ast.FunctionDef]:
-    """The statements of ``__init__`` that call a method of the class that only ``__init__`` calls, and the method.
+    """The statements of ``__init__`` that call a method of the class with no arguments, and the method.
 
     ``self.build_model()`` in a trainer's ``__init__`` (a ``def build_model(self):`` that builds ``self.unet`` and
     moves it): its body is part of building the instance. Only calls with no arguments, of undecorated methods that
-    take only ``self``, as statements of their own.
+    take only ``self``, as statements of their own, and that the file calls with no arguments wherever it calls them
+    again (each call then leaves the attributes as ``__init__`` does).
     """
     methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef) and not m.decorator_list}
     found: dict[ast.stmt, ast.FunctionDef] = {}
@@ -456,9 +457,11 @@ def _init_helpers(ctx: FileContext, cls: ast.ClassDef, init: ast.FunctionDef) ->
             for n in ctx.nodes(ast.Call)
             if isinstance(n.func, ast.Attribute) and n.func.attr == method.name and n is not call
         ]
-        if calls or any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(method)):
-            continue  # called again elsewhere: it may rebind its attributes after `__init__`
-        found[stmt] = method
+        if any(n.args or n.keywords for n in calls) or any(
+            isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(method)
+        ):
+            continue  # called again with other values: it may leave its attributes otherwise after `__init__`
+        found[stmt] = method  # called again as it is here, it rebuilds the same (`del self.unet; self.build_model()`)
     return found
 
 
@@ -493,7 +496,7 @@ def _instance_uses(
             continue
         for node in ast.walk(method):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-                if isinstance(node.ctx, ast.Store | ast.Del):
+                if isinstance(node.ctx, ast.Store):  # `del self.x` gives it no other value: a read then fails
                     rebound.add(node.attr)
             elif isinstance(node, ast.Call):
                 func = node.func
@@ -2201,7 +2204,7 @@ class _Flow(CallsMixin):
 
     def fix(self, val: Val, node: ast.AST, where: str) -> str:
         """How to move a host value: reassign its name, or move the expression where it is used."""
-        where = self._visible_device(where)
+        where = self.visible_device(where)
         if val.name is not None and val.origin is not None:
             return f"`{val.name} = {val.name}.to({where})`"
         if val.name is not None and isinstance(node, ast.Starred):
@@ -2212,19 +2215,36 @@ class _Flow(CallsMixin):
         made = isinstance(node, ast.Call) and (self.ctx.call_name(node) or "").startswith("torch.")  # a factory
         return f"{text}, or make it with `device={where}`" if made else text
 
-    def _visible_device(self, where: str) -> str:
-        """``where`` as this scope can write it.
+    def visible_device(self, where: str, at: ast.AST | None = None) -> str:
+        """``where`` as the scope of ``at`` (default: this scope) can write it.
 
         A device name bound elsewhere (``device`` in ``__init__``) is the attribute of this scope that holds the same
-        device (``self.device``), where one does.
+        device (``self.device``), where one does; ``self.device`` of another class is not this class's. A fix for
+        another scope that cannot name the device says ``device``.
         """
-        scope = self.scope
-        if not where.isidentifier() or not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        scope = self.scope if at is None else (self.ctx.enclosing_function(at) or self.ctx.tree)
+        dotted_name = all(part.isidentifier() for part in where.split("."))
+        if not dotted_name or not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
             return where
-        if where in bound_names(scope) or where in self._module_names():
+        if self._reachable(where, scope):
             return where
-        held = sorted(n for n, v in self.env.items() if v.what == "device" and v.where == DEVICE and "." in n)
-        return held[0] if len(held) == 1 else where
+        if scope is not self.scope:
+            return "device"
+        held = sorted(
+            n
+            for n, v in self.env.items()
+            if v.what == "device" and v.where == DEVICE and "." in n and self._reachable(n, scope)
+        )
+        return held[0] if len(held) == 1 else "device"
+
+    def _reachable(self, name: str, scope: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether code in ``scope`` can write the dotted ``name`` (``self.device`` only in its own class)."""
+        root, _, rest = name.partition(".")
+        if root == "self" and rest:
+            cls = self.ctx.enclosing_class(scope)
+            attrs = self.ctx.kinds.self_attributes.get(cls.name, {}) if cls is not None else {}
+            return f"self.{rest.split('.')[0]}" in attrs and bool(scope.args.args) and scope.args.args[0].arg == "self"
+        return root in bound_names(scope) or root in self._module_names()
 
     def _module_names(self) -> set[str]:
         if self._module_bound is None:

@@ -104,6 +104,7 @@ class CallsMixin(DevicesMixin):
         def label(self, val: Val, node: ast.AST) -> str: ...
         def fix(self, val: Val, node: ast.AST, where: str) -> str: ...
         def segment(self, node: ast.AST) -> str: ...
+        def visible_device(self, where: str, at: ast.AST | None = None) -> str: ...
         def global_names(self) -> set[str]: ...
         def drop_below(self, name: str) -> None: ...
         def own(self, name: str) -> None: ...
@@ -1199,6 +1200,7 @@ class CallsMixin(DevicesMixin):
             return UNKNOWN
         if on_device and module.fresh and module.params and origin and self._never_moved(func, origin):
             where = first.dev or "device"
+            fix_where = self.visible_device(where, origin)
             targets = origin.targets if isinstance(origin, ast.Assign) else []
             built = callee
             if len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id != callee:
@@ -1208,7 +1210,7 @@ class CallsMixin(DevicesMixin):
                 "FRY007",
                 origin,
                 f"`{built}` is built here and never moved, but its input `{self.label(first, first_node)}` is on "
-                f"`{where}` (line {line(node)}{used}); fix: `{built}.to({where})` after building it",
+                f"`{where}` (line {line(node)}{used}); fix: `{built}.to({fix_where})` after building it",
             )
             return UNKNOWN
         return Val("output", HOST) if first.what in TENSORISH and first.where == HOST else UNKNOWN
