@@ -10,7 +10,9 @@ The model is the one whose parameters the optimizer was built from (``torch.opti
 ``build_optimizer(model)``), bound in the same function by an expression that does not move it already. Nothing is
 reported when the model was moved before the load, when the two lines lie in branches that never both run, or when
 the optimizer is handed to some other call after the load (``ferry.place(model, device, optimizer=opt)``,
-``accelerator.prepare(model, opt)`` move the state) or its ``state`` is touched after it.
+``accelerator.prepare(model, opt)`` move the state) or its ``state`` is touched after it, on every path: a call
+under an ``if`` that the load is not under (``if LOAD_MODEL: load_checkpoint(..., optimizer)``) leaves the other
+path with the state behind.
 
 ## Why is this bad
 ``Optimizer.load_state_dict`` casts every state tensor (Adam's ``exp_avg``, SGD's ``momentum_buffer``) to the
@@ -156,12 +158,12 @@ def _handled_later(
     touches the state or hands the optimizer on.
     """
     for node in walk_scope(scope):
-        if not before(load, node):
+        if not before(load, node) or _on_some_paths(ctx, node, load):
             continue
         if isinstance(node, ast.Attribute) and node.attr == "state" and dotted(node.value) == opt:
             return True
     for call in scope_calls:
-        if call is load or not before(load, call):
+        if call is load or not before(load, call) or _on_some_paths(ctx, call, load):
             continue
         callee = ctx.call_name(call) or ""
         if "sched" in callee.lower() or callee.startswith("torch.optim.lr_scheduler."):
@@ -176,6 +178,16 @@ def _handled_later(
                 continue
             return True
     return False
+
+
+def _on_some_paths(ctx: FileContext, node: ast.AST, load: ast.Call) -> bool:
+    """Whether ``node`` runs only on some of the paths that run ``load``: under an ``if`` that ``load`` is not in.
+
+    ``if LOAD_MODEL: load_checkpoint(..., optimizer)`` repairs the state when it loads a checkpoint; a run that
+    does not load one keeps the state where the optimizer made it.
+    """
+    around = set(ctx.ancestors(load))
+    return any(isinstance(above, ast.If) and above not in around for above in ctx.ancestors(node))
 
 
 def _parameter_of(func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, opt: str) -> str | None:
