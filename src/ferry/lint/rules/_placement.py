@@ -60,7 +60,7 @@ from contextlib import suppress
 from dataclasses import dataclass, replace
 
 from ferry.lint.context import FileContext, dotted
-from ferry.lint.rules._placement_calls import CallsMixin
+from ferry.lint.rules._placement_calls import CallsMixin, init_helpers
 from ferry.lint.rules._placement_values import (
     ACCELERATOR_NAMES,
     CHECKED_LOSSES,
@@ -424,45 +424,6 @@ def _only_read_by(
     if param is None and arg in call.args and call.args.index(arg) < len(names):
         param = names[call.args.index(arg)]
     return param is not None and param in keeping_parameters(func, local, reading)
-
-
-def _init_helpers(ctx: FileContext, cls: ast.ClassDef, init: ast.FunctionDef) -> dict[ast.stmt, ast.FunctionDef]:
-    """The statements of ``__init__`` that call a method of the class with no arguments, and the method.
-
-    ``self.build_model()`` in a trainer's ``__init__`` (a ``def build_model(self):`` that builds ``self.unet`` and
-    moves it): its body is part of building the instance. Only calls with no arguments, of undecorated methods that
-    take only ``self``, as statements of their own, and that the file calls with no arguments wherever it calls them
-    again (each call then leaves the attributes as ``__init__`` does).
-    """
-    methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef) and not m.decorator_list}
-    found: dict[ast.stmt, ast.FunctionDef] = {}
-    for stmt in init.body:
-        call = stmt.value if isinstance(stmt, ast.Expr) else None
-        if not (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and dotted(call.func.value) == "self"
-            and not call.args
-            and not call.keywords
-        ):
-            continue
-        method = methods.get(call.func.attr)
-        if method is None or method is init or method.name.startswith("__"):
-            continue
-        args = method.args
-        if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
-            continue
-        calls = [
-            n
-            for n in ctx.nodes(ast.Call)
-            if isinstance(n.func, ast.Attribute) and n.func.attr == method.name and n is not call
-        ]
-        if any(n.args or n.keywords for n in calls) or any(
-            isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(method)
-        ):
-            continue  # called again with other values: it may leave its attributes otherwise after `__init__`
-        found[stmt] = method  # called again as it is here, it rebuilds the same (`del self.unet; self.build_model()`)
-    return found
 
 
 def _instance_uses(
@@ -1233,7 +1194,7 @@ class _Flow(CallsMixin):
         params = {a.arg: UNKNOWN for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
         params.update({k: v for k, v in (self.seeds or {}).items() if k not in bound_names(init)})
         params.update(self._constructed_with(cls, init, reader))
-        helpers = _init_helpers(self.ctx, cls, init)
+        helpers = init_helpers(self.ctx, cls, init)
         segment: list[ast.stmt] = []
         for stmt in [*init.body, None]:
             helper = helpers.get(stmt) if stmt is not None else None

@@ -213,7 +213,10 @@ class CallsMixin(DevicesMixin):
             self._escape(node, only=self.record_method_call(node, plain, args, kwargs))
             if isinstance(func.value, ast.Name) and len(node.args) == 1 and not node.keywords:
                 self._storage_moved(func.value.id, plain, node.args[0])
-            return self.method_returned(plain, node, args, kwargs)
+            returned = self.method_returned(plain, node, args, kwargs)
+            if isinstance(func.value, ast.Name) and func.value.id == "self" and top:
+                self._rebuilt(plain)
+            return returned
         owner = dotted(func.value)
         inner = func.value
         while owner is None and isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
@@ -607,6 +610,27 @@ class CallsMixin(DevicesMixin):
         finally:
             self.silent -= 1
             self.env = saved
+
+    def _rebuilt(self, helper: ast.FunctionDef) -> None:
+        """``self.build_model()`` as a statement of another method: what it sets is as ``__init__`` left it.
+
+        Only for a helper that ``__init__`` calls too (see :func:`init_helpers`): each call builds the same
+        (``del self.unet; self.build_model()`` before the test in Image_Segmentation's ``train``).
+        """
+        cls = self.ctx.enclosing_class(helper)
+        if cls is None:
+            return
+        init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+        if init is None or helper not in init_helpers(self.ctx, cls, init).values():
+            return
+        held = self.instance_attributes(cls)
+        for node in ast.walk(helper):
+            if isinstance(node, ast.Attribute) and dotted(node.value) == "self" and isinstance(node.ctx, ast.Store):
+                key = f"self.{node.attr}"
+                if key in held:
+                    self.env[key] = held[key]
+                else:
+                    self.env.pop(key, None)
 
     def _storage_moved(self, owner: str, method: ast.FunctionDef, device: ast.expr) -> None:
         """``rollouts.to(device)`` where the class's method moves some of the tensors ``__init__`` makes on the host.
@@ -1542,6 +1566,45 @@ def _shape_dims(node: ast.Call, name: str) -> int:
     elif len(sizes) == 1 and not isinstance(sizes[0], ast.Constant | ast.BinOp | ast.Starred):
         return 0  # `torch.zeros(shape)`: a size held in a name may be a tuple of any length
     return sum(1 for s in sizes if not isinstance(s, ast.Starred))
+
+
+def init_helpers(ctx: FileContext, cls: ast.ClassDef, init: ast.FunctionDef) -> dict[ast.stmt, ast.FunctionDef]:
+    """The statements of ``__init__`` that call a method of the class with no arguments, and the method.
+
+    ``self.build_model()`` in a trainer's ``__init__`` (a ``def build_model(self):`` that builds ``self.unet`` and
+    moves it): its body is part of building the instance. Only calls with no arguments, of undecorated methods that
+    take only ``self``, as statements of their own, and that the file calls with no arguments wherever it calls them
+    again (each call then leaves the attributes as ``__init__`` does).
+    """
+    methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef) and not m.decorator_list}
+    found: dict[ast.stmt, ast.FunctionDef] = {}
+    for stmt in init.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and dotted(call.func.value) == "self"
+            and not call.args
+            and not call.keywords
+        ):
+            continue
+        method = methods.get(call.func.attr)
+        if method is None or method is init or method.name.startswith("__"):
+            continue
+        args = method.args
+        if len(args.args) != 1 or args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            continue
+        calls = [
+            n
+            for n in ctx.nodes(ast.Call)
+            if isinstance(n.func, ast.Attribute) and n.func.attr == method.name and n is not call
+        ]
+        if any(n.args or n.keywords for n in calls) or any(
+            isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(method)
+        ):
+            continue  # called again with other values: it may leave its attributes otherwise after `__init__`
+        found[stmt] = method  # called again as it is here, it rebuilds the same (`del self.unet; self.build_model()`)
+    return found
 
 
 def _host_tensors_of_init(ctx: FileContext, cls: ast.ClassDef, mover: ast.FunctionDef) -> dict[str, int]:
