@@ -426,6 +426,19 @@ def _only_read_by(
     return param is not None and param in keeping_parameters(func, local, reading)
 
 
+def _stacked(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
+    """Whether ``cls`` passes ``self.<attr>`` (or ``list(self.<attr>)``) to ``torch.stack``/``torch.cat``."""
+    for node in ast.walk(cls):
+        if not isinstance(node, ast.Call) or ctx.call_name(node) not in ("torch.stack", "torch.cat", "torch.concat"):
+            continue
+        first = node.args[0] if node.args else None
+        if isinstance(first, ast.Call) and ctx.call_name(first) in ("list", "tuple") and first.args:
+            first = first.args[0]
+        if first is not None and dotted(first) == f"self.{attr}":
+            return True
+    return False
+
+
 def _instance_uses(
     cls: ast.ClassDef,
     init: ast.AST,
@@ -596,6 +609,8 @@ class _Flow(CallsMixin):
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.found: dict[tuple[str, int], Report] = {}
+        #: `self.<attr>.append(tensor)` in the methods of plain classes: the tensors each such container collects
+        self.attribute_appends: dict[tuple[ast.ClassDef, str], list[tuple[ast.Call, Val]]] = {}
         self.env: dict[str, Val] = {}
         self.excluded: frozenset[str] = frozenset()
         self.scope: ast.AST = ctx.tree
@@ -688,7 +703,40 @@ class _Flow(CallsMixin):
                     params.update(held)
                 self._scope(func, func.body, params, frozenset(declared.get(func, ())))
             done.add(func)
+        self._mixed_containers()
         return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
+
+    def _mixed_containers(self) -> None:
+        """FRY006 for a container attribute that collects host and device tensors and is then stacked.
+
+        Rainbow's environment appends its frames to ``self.state_buffer`` (a ``deque``) in several methods and
+        returns ``torch.stack(list(self.state_buffer), 0)``: one frame made without ``device=`` among frames on the
+        device, and the stack fails on a GPU (``stack`` and ``cat`` make no exception for 0-dim CPU tensors). Only
+        tensors known to be on the host and on the device, appended in the methods of a plain class, and a
+        ``torch.stack``/``torch.cat`` of the container in that class.
+        """
+        for (cls, attr), appends in self.attribute_appends.items():
+            host = [(n, v) for n, v in appends if v.where == HOST]  # `stack` takes no 0-dim CPU exception
+            device = [(n, v) for n, v in appends if v.where == DEVICE]
+            if not host or not device or not _stacked(self.ctx, cls, attr):
+                continue
+            node, _ = min(host, key=lambda pair: (line(pair[0]), pair[0].col_offset))
+            other, val = min(device, key=lambda pair: (line(pair[0]), pair[0].col_offset))
+            where = val.dev or "device"
+            fix_where = self.visible_device(where, node)
+            item = short(self.segment(node.args[0]))
+            made = isinstance(node.args[0], ast.Call) and (self.ctx.call_name(node.args[0]) or "").startswith("torch.")
+            also = f", or make it with `device={fix_where}`" if made else ""
+            self.found.setdefault(
+                ("FRY006", line(node)),
+                Report(
+                    "FRY006",
+                    node,
+                    f"`self.{attr}` collects `{item}`, on the host, and tensors on `{where}` (line {line(other)}), "
+                    f"and the class stacks them into one tensor: on a GPU that fails; fix: "
+                    f"`self.{attr}.append({item}.to({fix_where}))`{also}",
+                ),
+            )
 
     # -- functions of the file: callers first, parameters from the call sites ----------------------------------
 

@@ -105,6 +105,10 @@ class CallsMixin(DevicesMixin):
         def fix(self, val: Val, node: ast.AST, where: str) -> str: ...
         def segment(self, node: ast.AST) -> str: ...
         def visible_device(self, where: str, at: ast.AST | None = None) -> str: ...
+
+        attribute_appends: dict[tuple[ast.ClassDef, str], list[tuple[ast.Call, Val]]]
+        returns: list[Val] | None
+
         def global_names(self) -> set[str]: ...
         def drop_below(self, name: str) -> None: ...
         def own(self, name: str) -> None: ...
@@ -207,6 +211,12 @@ class CallsMixin(DevicesMixin):
 
     def _method(self, node: ast.Call, func: ast.Attribute, receiver: Val, args: Args, kwargs: Kwargs, top: bool) -> Val:
         method = func.attr
+        if method in ("append", "appendleft") and len(args) == 1 and self.returns is None and not self.silent:
+            held = func.value  # `self.state_buffer.append(observation)` in a plain class's method
+            if isinstance(held, ast.Attribute) and dotted(held.value) == "self" and args[0].what in TENSORISH:
+                cls = self.ctx.enclosing_class(self.scope)
+                if cls is not None and self._plain_class(cls):
+                    self.attribute_appends.setdefault((cls, held.attr), []).append((node, args[0]))
         if receiver.what == "unknown" and (plain := self.plain_method(func)) is not None:
             # `trainer.train(loader)` on a plain class's instance: the method sees what the call passes, may move or
             # keep only what it does not just read, and returns what its body gives
@@ -463,6 +473,11 @@ class CallsMixin(DevicesMixin):
                 return replace(args[0], origin=None, name=None)
             if args[0].what == "tuple" and args[0].items:
                 return Val("seq", element=agree(args[0].items))
+        if full == "collections.deque" and len(args) <= 1 and all(k.arg == "maxlen" for k in node.keywords):
+            if not args:
+                return Val("seq", element=NONE)
+            if args[0].what == "seq":  # `deque([], maxlen=4)`: a list as far as appends and reads go
+                return replace(args[0], origin=None, name=None)
         if full in ("copy.deepcopy", "copy.copy") and len(args) == 1:
             # a copy where the original is (an EMA model: `copy.deepcopy(model)`); the original stays where it was
             return replace(args[0], origin=None, name=None, fresh=False) if args[0].what != "unknown" else UNKNOWN
