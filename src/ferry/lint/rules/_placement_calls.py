@@ -878,13 +878,16 @@ class CallsMixin(DevicesMixin):
                 return Val("tensor")  # `torch.as_tensor(x)` of an unknown `x` may be a device tensor
         return Val("tensor", made_here, scalar=scalar, dims=dims)
 
-    def _combined(self, node: ast.Call, pairs: list[tuple[Val, ast.expr]]) -> None:
-        """FRY006 for a host tensor among ``pairs`` (values, nodes) that one call combines with a device tensor."""
+    def _combined(self, node: ast.Call, pairs: list[tuple[Val, ast.expr]], stacked: bool = False) -> None:
+        """FRY006 for a host tensor among ``pairs`` (values, nodes) that one call combines with a device tensor.
+
+        ``stacked``: the items of ``torch.stack``/``torch.cat``, which make no exception for 0-dim CPU tensors.
+        """
         device = next(((v, n) for v, n in pairs if v.where == DEVICE and v.what in TENSORISH), None)
         if device is None or any(isinstance(n, ast.Starred) for _, n in pairs):
             return
         for val, arg in pairs:
-            if self._mixes(node, val, device[0], arg, device[1]):
+            if self._mixes(node, replace(val, scalar=False) if stacked else val, device[0], arg, device[1]):
                 return
 
     def _follow(self, node: ast.Call, name: str, args: Args, kwargs: Kwargs) -> Val:
@@ -892,7 +895,7 @@ class CallsMixin(DevicesMixin):
         if name in COMBINING_FUNCTIONS and not node.keywords:
             first_arg = node.args[0] if node.args else None
             if isinstance(first_arg, ast.List | ast.Tuple) and name in _SEQUENCE_FUNCTIONS:
-                self._combined(node, [(self._peek(item), item) for item in first_arg.elts])
+                self._combined(node, [(self._peek(item), item) for item in first_arg.elts], stacked=True)
             elif name not in _SEQUENCE_FUNCTIONS:
                 self._combined(node, list(zip(args, node.args, strict=False)))
         first: Val | None
