@@ -263,16 +263,19 @@ def _rate(hit: int, total: int) -> str:
 def relint(paths: list[Path], stored: Path) -> None:
     """Static recall on the mutants an earlier run counted, with the linter as it is now.
 
-    The mutants are written again from a fresh trace of each clean program (the same sites give the same keys);
-    a mutant counts when the stored run found it valid. Nothing runs but the clean programs' traces.
+    The mutants are written again from a fresh trace of each clean program (the same sites give the same
+    mutants); a mutant counts when the stored run found it valid. A key names a line, a class and a form, which two
+    mutants can share (`inputs, targets = inputs.to(device), targets.to(device)` gives one per move), so a mutant
+    is matched by its key and its text. Nothing runs but the clean programs' traces.
     """
-    rows = {row["key"]: row for row in json.loads(stored.read_text())["rows"]}
+    stored_rows = json.loads(stored.read_text())["rows"]
+    rows = {(row["key"], row["before"], row["after"]): row for row in stored_rows}
     hits: dict[str, list[bool]] = defaultdict(list)
     for path in paths:
         sites = inject.trace_sites(path, lambda p: run_program(p, sanitize=False, timeout=TIMEOUT))
         _BASE[path.name] = {"lint": _lint(path.name, path.read_text())}
         for mutant in inject.mutants(path.name, path.read_text(), sites):
-            row = rows.get(mutant.key)
+            row = rows.get((mutant.key, mutant.before, mutant.after))
             if row is None or not row.get("valid"):
                 continue
             found = static(mutant)["static"]
@@ -283,7 +286,7 @@ def relint(paths: list[Path], stored: Path) -> None:
         print(f"{code} {_rate(sum(hits[code]), len(hits[code]))}")
     every = [hit for group in hits.values() for hit in group]
     counted = sum(
-        1 for row in rows.values() if row.get("valid") and Path(row["program"]).name in {p.name for p in paths}
+        1 for row in stored_rows if row.get("valid") and Path(row["program"]).name in {p.name for p in paths}
     )
     print(f"all {_rate(sum(every), len(every))} ({counted} counted in {stored.name})")
 
