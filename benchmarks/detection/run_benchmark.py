@@ -285,9 +285,7 @@ def relint(paths: list[Path], stored: Path) -> None:
     for code in sorted(hits):
         print(f"{code} {_rate(sum(hits[code]), len(hits[code]))}")
     every = [hit for group in hits.values() for hit in group]
-    counted = sum(
-        1 for row in stored_rows if row.get("valid") and Path(row["program"]).name in {p.name for p in paths}
-    )
+    counted = sum(1 for row in stored_rows if row.get("valid") and Path(row["program"]).name in {p.name for p in paths})
     print(f"all {_rate(sum(every), len(every))} ({counted} counted in {stored.name})")
 
 
