@@ -189,6 +189,18 @@ def test_mixing_devices_raises_pytorchs_error(first: str, second: str, message: 
             torch.cat([a, b])
 
 
+def test_cat_and_stack_take_no_cpu_scalar_among_gpu_tensors_as_on_a_gpu() -> None:
+    # the CUDA kernel of cat checks every input's device (pytorch#35053); stack dispatches to cat
+    with pretend_cuda():
+        loss = torch.ones((), device="cuda")
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            torch.stack([loss, torch.tensor(0.5)])
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            torch.cat([loss.view(1), torch.tensor([0.5])])
+        assert CUDA0 == torch.stack([loss, loss * 2]).device
+        assert CUDA0 == (loss + torch.tensor(0.5)).device  # arithmetic still takes the CPU scalar
+
+
 def test_cpu_scalars_and_cpu_indices_mix_with_gpu_tensors_as_on_a_gpu() -> None:
     with pretend_cuda():
         x = torch.arange(6.0, device="cuda").view(2, 3)

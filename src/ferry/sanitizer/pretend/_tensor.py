@@ -30,6 +30,9 @@ _INDEX_OPS = frozenset(
     }
 )
 _CROSS_DEVICE_OPS = _INDEX_OPS | {torch.ops.aten.copy_.default, torch.ops.aten._to_copy.default}
+#: Ops whose CUDA kernel wants every input on one device, a 0-dim CPU tensor included: ``cat`` (pytorch#35053), and
+#: ``stack``, which dispatches to it.
+_SAME_DEVICE_OPS = frozenset({torch.ops.aten.cat, torch.ops.aten.stack})
 
 #: Ops that take some integer tensors on the host whatever the device of the others, as PyTorch requires or allows
 #: on a GPU: the ``lengths`` of ``pack_padded_sequence``, the ``batch_sizes`` of a packed sequence (unpacking, the
@@ -359,7 +362,8 @@ def result_device(func: Any, flat_args: list[Any]) -> torch.device:
     """The device an op's outputs would be on, raising PyTorch's ``RuntimeError`` if the devices do not match.
 
     Mirrors ``TensorIterator``: the common device is the first non-CPU one; a 0-dim CPU tensor is allowed with
-    tensors on any device; any other tensor on a different device is an error (except for cross-device copies).
+    tensors on any device (not by ``cat`` and ``stack``); any other tensor on a different device is an error (except
+    for cross-device copies).
     """
     tensors = [x for x in flat_args if isinstance(x, torch.Tensor)]
     devices = [device_of(t) for t in tensors]
@@ -367,8 +371,9 @@ def result_device(func: Any, flat_args: list[Any]) -> torch.device:
         _check_convolution(tensors)
     common = next((d for d in devices if d.type != "cpu"), _CPU)
     if func not in _CROSS_DEVICE_OPS and not getattr(_COMPOSITE, "depth", 0) and not _in_native_backward():
+        scalars = getattr(func, "overloadpacket", None) not in _SAME_DEVICE_OPS
         for t, d in zip(tensors, devices, strict=True):
-            if d != common and not (d.type == "cpu" and t.dim() == 0):
+            if d != common and not (scalars and d.type == "cpu" and t.dim() == 0):
                 raise mismatch_error(common, d)
     return common
 
