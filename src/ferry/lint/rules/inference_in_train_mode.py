@@ -1077,14 +1077,17 @@ def _trained_before(facts: _Facts, calls: list[ast.Call], region: ast.AST, predi
 
 def _gradients_enabled(ctx: FileContext, node: ast.AST) -> bool:
     """Whether ``node`` runs under ``torch.enable_grad()`` or ``torch.set_grad_enabled(...)``: gradients are meant."""
+    enabling = ("torch.enable_grad", "torch.set_grad_enabled", "torch.autograd.enable_grad")
+    return any(full in enabling for full, _ in _grad_contexts(ctx, node))
+
+
+def _grad_contexts(ctx: FileContext, node: ast.AST) -> Iterator[tuple[str | None, ast.expr]]:
+    """The ``with`` contexts around ``node``, innermost first: each one's qualified name and expression."""
     for above in ctx.ancestors(node):
         if isinstance(above, ast.With | ast.AsyncWith):
             for item in above.items:
                 expr = item.context_expr
-                full = ctx.qualname(expr.func if isinstance(expr, ast.Call) else expr)
-                if full in ("torch.enable_grad", "torch.set_grad_enabled", "torch.autograd.enable_grad"):
-                    return True
-    return False
+                yield ctx.qualname(expr.func if isinstance(expr, ast.Call) else expr), expr
 
 
 def _predicts(ctx: FileContext, call: ast.Call) -> bool:
@@ -1110,15 +1113,11 @@ def _training_loop_before(
 
 def _gradients_off(ctx: FileContext, node: ast.AST) -> bool:
     """Whether ``node`` runs under ``no_grad``/``inference_mode`` or ``set_grad_enabled(<a condition>)``."""
-    for above in ctx.ancestors(node):
-        if isinstance(above, ast.With | ast.AsyncWith):
-            for item in above.items:
-                expr = item.context_expr
-                full = ctx.qualname(expr.func if isinstance(expr, ast.Call) else expr)
-                if full in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"):
-                    return True
-                if full == "torch.set_grad_enabled" and isinstance(expr, ast.Call) and expr.args:
-                    return not isinstance(expr.args[0], ast.Constant)  # `set_grad_enabled(phase == "train")`
+    for full, expr in _grad_contexts(ctx, node):
+        if full in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"):
+            return True
+        if full == "torch.set_grad_enabled" and isinstance(expr, ast.Call) and expr.args:
+            return not isinstance(expr.args[0], ast.Constant)  # `set_grad_enabled(phase == "train")`
     return False
 
 
