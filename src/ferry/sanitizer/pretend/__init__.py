@@ -1001,8 +1001,20 @@ torch.serialization.register_package(5, _STORAGES.tag, _STORAGES.restore)
 def unpickle_onto_pretend_device(host: torch.Tensor, device: str, param: bool) -> torch.Tensor:
     """Rebuild a tensor that ``pickle`` wrote from a pretend GPU: on that GPU again, as PyTorch's unpickling does.
 
-    Not public API: pickles written under pretend GPUs name this function. Outside a :func:`pretend_cuda` block the
-    tensor comes back on the CPU (there is no pretend GPU to put it on).
+    Not public API: pickles written under pretend GPUs name this function.
+
+    Args:
+        host: The tensor's data on the CPU (any shape and dtype), with its ``requires_grad``.
+        device: The pretend device it was on (``"cuda:1"``).
+        param: Whether it was an ``nn.Parameter`` (it comes back as one).
+
+    Returns:
+        The same values on ``device`` inside a :func:`pretend_cuda` block; outside one, ``host`` itself (there is no
+        pretend GPU to put it on).
+
+    Raises:
+        RuntimeError: ``device`` names a GPU the pretend machine does not have, as unpickling onto a missing GPU
+            fails in PyTorch.
     """
     state = _STORAGES.state
     placed = host if state is None else place_data(host, state.resolve(device)).requires_grad_(host.requires_grad)
