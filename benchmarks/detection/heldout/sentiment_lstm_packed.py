@@ -347,3 +347,4 @@ for text in ["This film is terrible!", "This film is great!", "This film is not 
 
 os.chdir("/")
 workdir.cleanup()
+print(f"done test_loss={test_loss:.3f} test_acc={test_acc:.3f}")
