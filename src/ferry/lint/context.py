@@ -53,8 +53,27 @@ _DECISION_PASSING_CALLS = frozenset(
 _DEVICE_WORDS = DEVICE_WORDS - {"cpu", "npu"}
 
 
+def device_given_test(test: ast.AST) -> bool:
+    """``device is None``, ``self.device is not None``: whether a device was given at all.
+
+    That says nothing of CUDA (the given device may be the CPU), so it is no decision on devices. A GPU's name
+    (``args.gpu is not None``) does say that one was asked for.
+    """
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is | ast.IsNot)):
+        return False
+    other = test.comparators[0]
+    name = dotted(test.left) if isinstance(other, ast.Constant) and other.value is None else None
+    last = name.rsplit(".", 1)[-1].lower() if name else ""
+    return "device" in last and "cuda" not in last and "gpu" not in last
+
+
 def _about_devices(compare: ast.Compare) -> bool:
-    """Whether a comparison decides on devices: a device string, or a name that speaks of devices."""
+    """Whether a comparison decides on devices: a device string, or a name that speaks of devices.
+
+    Not whether a device was given (:func:`device_given_test`).
+    """
+    if device_given_test(compare):
+        return False
     for sub in ast.walk(compare):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.split(":")[0] in DEVICE_TYPES:
             return True
@@ -221,7 +240,12 @@ class FileContext:
         ``"cuda" in device``).
         """
         deciding = self._deciding_names
-        for sub in ast.walk(test):
+        stack = [test]
+        while stack:
+            sub = stack.pop()
+            if device_given_test(sub):
+                continue  # `device is None`, even where `device` was chosen by an availability check
+            stack.extend(ast.iter_child_nodes(sub))
             if isinstance(sub, ast.Call) and self.call_name(sub) in AVAILABILITY_CHECKS:
                 return True
             if isinstance(sub, ast.Compare) and _about_devices(sub):

@@ -14,7 +14,7 @@ import ast
 import re
 from pathlib import PurePath
 
-from ferry.lint.context import FileContext, dotted
+from ferry.lint.context import FileContext, device_given_test, dotted
 from ferry.lint.kinds import DEVICE
 from ferry.lint.torch_api import CUDA_ONLY_CALLS, DEVICE_WORDS
 
@@ -153,6 +153,8 @@ class _Guards:
     def _decision(self, test: ast.AST) -> bool:
         if self.ctx.mentions_availability(test):
             return True
+        if device_given_test(test):
+            return False  # `if device is None:`: whether a device was given, not whether it is a GPU
         for sub in ast.walk(test):
             if isinstance(sub, ast.Attribute) and sub.attr in ("is_cuda", "device", "is_mps", "is_cpu"):
                 return True  # `x.is_cuda`, `if device.type ...`: following where the data already is
