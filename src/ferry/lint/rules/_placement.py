@@ -342,9 +342,9 @@ def _context_key(values: dict[str, Val]) -> tuple[object, ...]:
 
 
 def _host_or_device(a: dict[str, Val], b: dict[str, Val], key: str) -> bool:
-    """Whether ``key`` is on the host after one branch and on the device after the other."""
+    """Whether ``key`` is on the device after one branch, and on the host or somewhere not known after the other."""
     first, second = a.get(key), b.get(key)
-    return first is not None and second is not None and {first.where, second.where} == {HOST, DEVICE}
+    return first is not None and second is not None and {first.where, second.where} in ({HOST, DEVICE}, {None, DEVICE})
 
 
 def _compare_side(test: ast.Compare) -> bool | None:
@@ -361,6 +361,12 @@ def _compare_side(test: ast.Compare) -> bool | None:
             if isinstance(op, ast.NotEq | ast.NotIn | ast.IsNot):
                 return not on_accelerator
     return None
+
+
+def _free_reads(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names ``func`` reads and does not bind itself (globals, or names of an enclosing function)."""
+    reads = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return reads - bound_names(func)
 
 
 def _seedable(val: Val) -> bool:
@@ -680,8 +686,10 @@ class _Flow(CallsMixin):
         ]
         seeds = self._globals_seen_by_functions(self.call_envs or [self.env])
         self.seeds = seeds
+        setups = self._setup_functions(declared, self.env)
+        set_up: dict[str, Val] = {}  # the globals as their setup function leaves them
         done: set[ast.AST] = {tree}
-        for func in self._callers_first(functions):
+        for func in self._callers_first(functions, setups):
             args = func.args
             for passed, seen in self._contexts(func, done, seeds):
                 params: dict[str, Val] = {}
@@ -691,9 +699,9 @@ class _Flow(CallsMixin):
                         params[arg.arg] = given if given.what != "unknown" else self._parameter(arg)
                 params.update((k, v) for k, v in passed.items() if "." in k)  # a method's `self.<attr>` at its call
                 closure = self._closure(func, declared.get(func, set()))
-                if seen or closure:
-                    local = bound_names(func)
-                    for name, val in [*seen.items(), *closure.items()]:
+                if seen or closure or set_up:
+                    local = bound_names(func) | declared.get(func, set())
+                    for name, val in [*seen.items(), *set_up.items(), *closure.items()]:
                         if name not in local and name not in params:
                             params[name] = val
                 cls = self.ctx.enclosing_class(func)
@@ -701,8 +709,13 @@ class _Flow(CallsMixin):
                     held = {k: v for k, v in params.items() if k.startswith("self.")}  # what the instance held
                     params.update(self.instance_attributes(cls))  # `self.device`, `self.model` from `__init__`
                     params.update(held)
-                self._scope(func, func.body, params, frozenset(declared.get(func, ())))
+                # the names it sets up are followed in it; its other `global` names are not
+                self._scope(func, func.body, params, frozenset(declared.get(func, set()) - setups.get(func, set())))
+                for name in setups.get(func, ()):
+                    val = self.env.get(name)
+                    set_up[name] = val if name not in set_up or val is None else join(set_up[name], val, None)
             done.add(func)
+            set_up = {k: v for k, v in set_up.items() if v is not None and _seedable(v)}
         self._mixed_containers()
         return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
 
@@ -827,15 +840,45 @@ class _Flow(CallsMixin):
             self._handled = handled
         return self._handled
 
+    def _setup_functions(
+        self, declared: dict[ast.AST | None, set[str]], module_env: dict[str, Val]
+    ) -> dict[ast.AST, set[str]]:
+        """Functions that set up module globals, and the names each sets: ``def setup(): global net; net = ...``.
+
+        A name counts when exactly one function of the file declares it ``global`` and binds it, that function is
+        called somewhere in the file, and the module's own code leaves the name unbound or holding nothing the
+        analysis follows (``net = None``). The file's other functions that read the name then see it as that
+        function leaves it (mixup-cifar10's ``setup`` builds and moves ``net`` for ``train`` and ``test``).
+        """
+        writers: dict[str, list[ast.AST]] = {}
+        for func, names in declared.items():
+            if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                for name in names & bound_names(func):
+                    writers.setdefault(name, []).append(func)
+        setups: dict[ast.AST, set[str]] = {}
+        for name, funcs in writers.items():
+            held = module_env.get(name)
+            called = len(funcs) == 1 and bool(self._calls_of(getattr(funcs[0], "name", "")))
+            if called and (held is None or not _seedable(held)):
+                setups.setdefault(funcs[0], set()).add(name)
+        return setups
+
     def _callers_first(
-        self, functions: list[ast.FunctionDef | ast.AsyncFunctionDef]
+        self,
+        functions: list[ast.FunctionDef | ast.AsyncFunctionDef],
+        setups: dict[ast.AST, set[str]] | None = None,
     ) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
         """``functions`` ordered so that each local function comes after every function that calls it.
 
-        Local functions: see :func:`local_functions`. Functions in a cycle of calls keep their order (their
-        parameters stay unknown).
+        Local functions: see :func:`local_functions`. A function that reads a global which a setup function
+        (``setups``, see :meth:`_setup_functions`) binds comes after that function too. Functions in a cycle keep
+        their order (their parameters stay unknown).
         """
         callers: dict[ast.AST, set[ast.AST]] = {}
+        for setup, names in (setups or {}).items():
+            for func in functions:
+                if func is not setup and names & _free_reads(func):
+                    callers.setdefault(func, set()).add(setup)
         for node in self.ctx.nodes(ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id in self.local_functions:
                 callee = self.local_functions[node.func.id]
@@ -1874,21 +1917,22 @@ class _Flow(CallsMixin):
     def _subscript(self, node: ast.Subscript) -> Val:
         owner = self.ev(node.value)
         index = self.ev(node.slice)
-        if (
-            owner.what in TENSORISH
-            and owner.where == HOST
-            and not owner.scalar
-            and index.what in (*TENSORISH, "any")
-            and index.where == DEVICE
-            and not index.scalar
-        ):
+        # `x[index, :]`: each tensor among the indices counts
+        indices = list(zip(index.items, node.slice.elts, strict=False)) if isinstance(node.slice, ast.Tuple) else []
+        on_device = [
+            (i, n)
+            for i, n in [(index, node.slice), *indices]
+            if i.what in (*TENSORISH, "any") and i.where == DEVICE and not i.scalar
+        ]
+        if owner.what in TENSORISH and owner.where == HOST and not owner.scalar and on_device:
             # `labels[~mask]` with `mask` on the device: PyTorch takes CPU indices into a GPU tensor, not the reverse
             name = self.label(owner, node.value)
-            where = index.dev or "device"
+            where = on_device[0][0].dev or "device"
+            indexed = short(self.segment(on_device[0][1]))
             self.report(
                 "FRY006",
                 owner.origin or node.value,
-                f"`{name}` is on the host and never moved, but it is indexed with `{short(self.segment(node.slice))}`"
+                f"`{name}` is on the host and never moved, but it is indexed with `{indexed}`"
                 f" on `{where}` at line {line(node)}; fix: {self.fix(owner, node.value, where)}",
             )
             return UNKNOWN

@@ -519,8 +519,9 @@ class CallsMixin(DevicesMixin):
             return self._loss(node, None, args, kwargs)
         if full.startswith("torch.nn.") and last[:1].isupper():
             if "Parallel" in last:  # DataParallel/DDP move their inputs themselves; the module stays where it is
-                inner = args[0] if args and args[0].what == "module" else Val("module")
-                return replace(inner, wrapper=True, name=None)
+                # whatever it wraps is a module (`net.cuda()` of a model loaded from a file, then wrapped)
+                inner = args[0] if args and args[0].what in ("module", "any") else Val("module")
+                return replace(inner, what="module", wrapper=True, name=None, inplace=False)
             if full.startswith("torch.nn.utils."):
                 return None
             return self._build_nn(node, last, args, device, made_here)

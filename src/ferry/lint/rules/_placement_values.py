@@ -264,6 +264,16 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
             if len(one.items) == 1 and one.items[0].what in TENSORISH:
                 return Val("tuple", items=(replace(one.items[0], origin=None),))
             return Val("seq", element=Val("tensor", other.where, dev=other.dev))
+    for one, other in ((a, b), (b, a)):
+        if (
+            one.what == "any"
+            and one.inplace
+            and one.where == DEVICE
+            and other.what == "unknown"
+            and available is not None
+            and available()
+        ):  # `if use_cuda: net.cuda()` of a model loaded or looked up: moved in place on the GPU run
+            return one
     if a.what != b.what and not {a.what, b.what} <= {"tensor", "output", "any"} | ({"module"} & {a.what, b.what}):
         return UNKNOWN
     if {a.what, b.what} == {"any", "module"}:  # `if args.gpu is not None: model = model.cuda(args.gpu)` of a model
