@@ -1,0 +1,388 @@
+"""Trains Arjovsky et al.'s original Wasserstein GAN (weight-clipped critic, RMSprop) with the DCGAN generator and
+critic built from `nn.Sequential` pyramids: per generator iteration the critic is trained `Diters` times (100 for the
+first 25 generator iterations), its weights clamped to a cube before each step, with `errD_real.backward(one)` and
+`errD_fake.backward(mone)`; the generator is then trained through a frozen critic. Real batches are copied into a
+persistent `input` buffer with `resize_as_().copy_()`, noise is regenerated in place in a persistent `noise` buffer,
+samples from a `fixed_noise` buffer are saved regularly, and each epoch both networks are checkpointed; finally the
+generate.py script rebuilds the generator from the saved `generator_config.json`, loads the last checkpoint and
+writes generated images.
+
+Modeled on: martinarjovsky/WassersteinGAN, main.py, models/dcgan.py and generate.py
+(https://github.com/martinarjovsky/WassersteinGAN/blob/f7a01e82007ea408647c451b9e1c8f1932a3db67/main.py,
+https://github.com/martinarjovsky/WassersteinGAN/blob/f7a01e82007ea408647c451b9e1c8f1932a3db67/models/dcgan.py,
+https://github.com/martinarjovsky/WassersteinGAN/blob/f7a01e82007ea408647c451b9e1c8f1932a3db67/generate.py).
+
+Kept: the `--cuda` flag and the `torch.cuda.is_available() and not opt.cuda` warning; `cudnn.benchmark = True`;
+`DCGAN_D`/`DCGAN_G` with the `isinstance(input.data, torch.cuda.FloatTensor) and self.ngpu > 1` data-parallel
+switch, and the critic returning `output.mean(0).view(1)`; `weights_init` applied before the optional
+`load_state_dict(torch.load(opt.netG))`; the host buffers `input`, `noise`, `fixed_noise` (`.normal_(0, 1)`), `one`
+and `mone = one * -1`, and the single `if opt.cuda:` block doing `netD.cuda()`, `netG.cuda()`, `input.cuda()`,
+`one.cuda()`, `mone.cuda()`, `noise.cuda()` and `fixed_noise.cuda()` BEFORE the RMSprop (or Adam) optimizers are
+built; `real_cpu.cuda()` under `if opt.cuda:` then `input.resize_as_(real_cpu).copy_(real_cpu)`; `Variable(...)`
+wrappers, `Variable(netG(noisev).data)` for the fake batch, `p.requires_grad` toggling, `p.data.clamp_(...)`;
+the `errD.data[0]`-style logging; the sample block (`real_cpu.mul(0.5).add(0.5)`, `fake.data = fake.data.mul(0.5)
+.add(0.5)`); per-epoch `torch.save(netG.state_dict(), ...)`/`torch.save(netD.state_dict(), ...)`; generate.py
+building `netG` on the host, `netG.load_state_dict(torch.load(opt.weights))`, a host `fixed_noise`, and
+`netG.cuda()`/`fixed_noise.cuda()` under `if opt.cuda:`.
+
+Changed to run here: the image folder/LSUN/CIFAR datasets are replaced by a `TensorDataset` of synthetic 16x16
+colour blob images in [-1, 1]; `num_workers=0`; `vutils.save_image` is replaced by `save_image`, which writes the
+batch as a `.npy` array (`.cpu().numpy()`); `data_iter.next()` is `next(data_iter)`; `volatile=True` (a no-op since
+PyTorch 0.4) is dropped from the `Variable` calls; the random seed is fixed instead of `random.randint`; the
+experiment folder is a temporary folder removed at the end (created with `os.makedirs` instead of `mkdir` via
+`os.system`); both scripts take `parse_args([...])`, passing `--cuda` when `torch.cuda.is_available()`; the
+`--noBN`/`--mlp_G`/`--mlp_D` model variants are not included.
+Blank lines inside functions are dropped to keep the file short.
+Shrunk: 16x16 images instead of 64x64; nz=16, ngf=ndf=16 instead of 100/64/64; 320 training images, batch 16;
+3 epochs instead of 25; samples every 2 generator iterations instead of 500; 4 generated images.
+"""
+from __future__ import print_function
+import argparse
+import random
+import os
+import json
+import shutil
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.parallel
+import torch.backends.cudnn as cudnn
+import torch.optim as optim
+import torch.utils.data
+from torch.autograd import Variable
+
+class DCGAN_D(nn.Module):
+    def __init__(self, isize, nz, nc, ndf, ngpu, n_extra_layers=0):
+        super(DCGAN_D, self).__init__()
+        self.ngpu = ngpu
+        assert isize % 16 == 0, "isize has to be a multiple of 16"
+        main = nn.Sequential()
+        # input is nc x isize x isize
+        main.add_module('initial:{0}-{1}:conv'.format(nc, ndf),
+                        nn.Conv2d(nc, ndf, 4, 2, 1, bias=False))
+        main.add_module('initial:{0}:relu'.format(ndf),
+                        nn.LeakyReLU(0.2, inplace=True))
+        csize, cndf = isize / 2, ndf
+        # Extra layers
+        for t in range(n_extra_layers):
+            main.add_module('extra-layers-{0}:{1}:conv'.format(t, cndf),
+                            nn.Conv2d(cndf, cndf, 3, 1, 1, bias=False))
+            main.add_module('extra-layers-{0}:{1}:batchnorm'.format(t, cndf),
+                            nn.BatchNorm2d(cndf))
+            main.add_module('extra-layers-{0}:{1}:relu'.format(t, cndf),
+                            nn.LeakyReLU(0.2, inplace=True))
+        while csize > 4:
+            in_feat = cndf
+            out_feat = cndf * 2
+            main.add_module('pyramid:{0}-{1}:conv'.format(in_feat, out_feat),
+                            nn.Conv2d(in_feat, out_feat, 4, 2, 1, bias=False))
+            main.add_module('pyramid:{0}:batchnorm'.format(out_feat),
+                            nn.BatchNorm2d(out_feat))
+            main.add_module('pyramid:{0}:relu'.format(out_feat),
+                            nn.LeakyReLU(0.2, inplace=True))
+            cndf = cndf * 2
+            csize = csize / 2
+        # state size. K x 4 x 4
+        main.add_module('final:{0}-{1}:conv'.format(cndf, 1),
+                        nn.Conv2d(cndf, 1, 4, 1, 0, bias=False))
+        self.main = main
+
+    def forward(self, input):
+        if isinstance(input.data, torch.cuda.FloatTensor) and self.ngpu > 1:
+            output = nn.parallel.data_parallel(self.main, input, range(self.ngpu))
+        else:
+            output = self.main(input)
+        output = output.mean(0)
+        return output.view(1)
+
+class DCGAN_G(nn.Module):
+    def __init__(self, isize, nz, nc, ngf, ngpu, n_extra_layers=0):
+        super(DCGAN_G, self).__init__()
+        self.ngpu = ngpu
+        assert isize % 16 == 0, "isize has to be a multiple of 16"
+        cngf, tisize = ngf//2, 4
+        while tisize != isize:
+            cngf = cngf * 2
+            tisize = tisize * 2
+        main = nn.Sequential()
+        # input is Z, going into a convolution
+        main.add_module('initial:{0}-{1}:convt'.format(nz, cngf),
+                        nn.ConvTranspose2d(nz, cngf, 4, 1, 0, bias=False))
+        main.add_module('initial:{0}:batchnorm'.format(cngf),
+                        nn.BatchNorm2d(cngf))
+        main.add_module('initial:{0}:relu'.format(cngf),
+                        nn.ReLU(True))
+        csize, cndf = 4, cngf
+        while csize < isize//2:
+            main.add_module('pyramid:{0}-{1}:convt'.format(cngf, cngf//2),
+                            nn.ConvTranspose2d(cngf, cngf//2, 4, 2, 1, bias=False))
+            main.add_module('pyramid:{0}:batchnorm'.format(cngf//2),
+                            nn.BatchNorm2d(cngf//2))
+            main.add_module('pyramid:{0}:relu'.format(cngf//2),
+                            nn.ReLU(True))
+            cngf = cngf // 2
+            csize = csize * 2
+        # Extra layers
+        for t in range(n_extra_layers):
+            main.add_module('extra-layers-{0}:{1}:conv'.format(t, cngf),
+                            nn.Conv2d(cngf, cngf, 3, 1, 1, bias=False))
+            main.add_module('extra-layers-{0}:{1}:batchnorm'.format(t, cngf),
+                            nn.BatchNorm2d(cngf))
+            main.add_module('extra-layers-{0}:{1}:relu'.format(t, cngf),
+                            nn.ReLU(True))
+        main.add_module('final:{0}-{1}:convt'.format(cngf, nc),
+                        nn.ConvTranspose2d(cngf, nc, 4, 2, 1, bias=False))
+        main.add_module('final:{0}:tanh'.format(nc),
+                        nn.Tanh())
+        self.main = main
+
+    def forward(self, input):
+        if isinstance(input.data, torch.cuda.FloatTensor) and self.ngpu > 1:
+            output = nn.parallel.data_parallel(self.main, input, range(self.ngpu))
+        else:
+            output = self.main(input)
+        return output
+
+def make_blob_dataset(n, isize, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ys, xs = torch.meshgrid(torch.arange(isize).float(), torch.arange(isize).float(), indexing='ij')
+    centers = torch.rand(n, 2, generator=g) * (isize - 6) + 3
+    colors = torch.rand(n, 3, generator=g) * 2 - 1
+    d2 = (ys[None] - centers[:, 0, None, None]) ** 2 + (xs[None] - centers[:, 1, None, None]) ** 2
+    blob = torch.exp(-d2 / 8.0)
+    images = -1 + blob[:, None] * (colors[:, :, None, None] + 1)
+    return torch.utils.data.TensorDataset(images.clamp(-1, 1), torch.zeros(n, dtype=torch.long))
+
+def save_image(tensor, filename):
+    np.save(filename, tensor.cpu().numpy())
+
+def train_main(argv, dataset):
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--dataset', required=True, help='cifar10 | lsun | imagenet | folder | lfw ')
+    parser.add_argument('--dataroot', required=True, help='path to dataset')
+    parser.add_argument('--workers', type=int, help='number of data loading workers', default=0)
+    parser.add_argument('--batchSize', type=int, default=16, help='input batch size')
+    parser.add_argument('--imageSize', type=int, default=16, help='the height / width of the input image to network')
+    parser.add_argument('--nc', type=int, default=3, help='input image channels')
+    parser.add_argument('--nz', type=int, default=16, help='size of the latent z vector')
+    parser.add_argument('--ngf', type=int, default=16)
+    parser.add_argument('--ndf', type=int, default=16)
+    parser.add_argument('--niter', type=int, default=3, help='number of epochs to train for')
+    parser.add_argument('--lrD', type=float, default=0.00005, help='learning rate for Critic, default=0.00005')
+    parser.add_argument('--lrG', type=float, default=0.00005, help='learning rate for Generator, default=0.00005')
+    parser.add_argument('--beta1', type=float, default=0.5, help='beta1 for adam. default=0.5')
+    parser.add_argument('--cuda'  , action='store_true', help='enables cuda')
+    parser.add_argument('--ngpu'  , type=int, default=1, help='number of GPUs to use')
+    parser.add_argument('--netG', default='', help="path to netG (to continue training)")
+    parser.add_argument('--netD', default='', help="path to netD (to continue training)")
+    parser.add_argument('--clamp_lower', type=float, default=-0.01)
+    parser.add_argument('--clamp_upper', type=float, default=0.01)
+    parser.add_argument('--Diters', type=int, default=5, help='number of D iters per each G iter')
+    parser.add_argument('--n_extra_layers', type=int, default=0, help='Number of extra layers on gen and disc')
+    parser.add_argument('--experiment', default=None, help='Where to store samples and models')
+    parser.add_argument('--adam', action='store_true', help='Whether to use adam (default is rmsprop)')
+    opt = parser.parse_args(argv)
+    print(opt)
+
+    if opt.experiment is None:
+        opt.experiment = 'samples'
+    os.makedirs(opt.experiment, exist_ok=True)
+
+    opt.manualSeed = 1234 # fix seed
+    print("Random Seed: ", opt.manualSeed)
+    random.seed(opt.manualSeed)
+    torch.manual_seed(opt.manualSeed)
+
+    cudnn.benchmark = True
+
+    if torch.cuda.is_available() and not opt.cuda:
+        print("WARNING: You have a CUDA device, so you should probably run with --cuda")
+
+    assert dataset
+    dataloader = torch.utils.data.DataLoader(dataset, batch_size=opt.batchSize,
+                                             shuffle=True, num_workers=int(opt.workers))
+
+    ngpu = int(opt.ngpu)
+    nz = int(opt.nz)
+    ngf = int(opt.ngf)
+    ndf = int(opt.ndf)
+    nc = int(opt.nc)
+    n_extra_layers = int(opt.n_extra_layers)
+
+    # write out generator config to generate images together wth training checkpoints (.pth)
+    generator_config = {"imageSize": opt.imageSize, "nz": nz, "nc": nc, "ngf": ngf, "ngpu": ngpu, "n_extra_layers": n_extra_layers}
+    with open(os.path.join(opt.experiment, "generator_config.json"), 'w') as gcfg:
+        gcfg.write(json.dumps(generator_config)+"\n")
+
+    # custom weights initialization called on netG and netD
+    def weights_init(m):
+        classname = m.__class__.__name__
+        if classname.find('Conv') != -1:
+            m.weight.data.normal_(0.0, 0.02)
+        elif classname.find('BatchNorm') != -1:
+            m.weight.data.normal_(1.0, 0.02)
+            m.bias.data.fill_(0)
+
+    netG = DCGAN_G(opt.imageSize, nz, nc, ngf, ngpu, n_extra_layers)
+
+    netG.apply(weights_init)
+    if opt.netG != '': # load checkpoint if needed
+        netG.load_state_dict(torch.load(opt.netG))
+
+    netD = DCGAN_D(opt.imageSize, nz, nc, ndf, ngpu, n_extra_layers)
+    netD.apply(weights_init)
+
+    if opt.netD != '':
+        netD.load_state_dict(torch.load(opt.netD))
+
+    input = torch.FloatTensor(opt.batchSize, 3, opt.imageSize, opt.imageSize)
+    noise = torch.FloatTensor(opt.batchSize, nz, 1, 1)
+    fixed_noise = torch.FloatTensor(opt.batchSize, nz, 1, 1).normal_(0, 1)
+    one = torch.FloatTensor([1])
+    mone = one * -1
+
+    if opt.cuda:
+        netD.cuda()
+        netG.cuda()
+        input = input.cuda()
+        one, mone = one.cuda(), mone.cuda()
+        noise, fixed_noise = noise.cuda(), fixed_noise.cuda()
+
+    # setup optimizer
+    if opt.adam:
+        optimizerD = optim.Adam(netD.parameters(), lr=opt.lrD, betas=(opt.beta1, 0.999))
+        optimizerG = optim.Adam(netG.parameters(), lr=opt.lrG, betas=(opt.beta1, 0.999))
+    else:
+        optimizerD = optim.RMSprop(netD.parameters(), lr = opt.lrD)
+        optimizerG = optim.RMSprop(netG.parameters(), lr = opt.lrG)
+
+    gen_iterations = 0
+    for epoch in range(opt.niter):
+        data_iter = iter(dataloader)
+        i = 0
+        while i < len(dataloader):
+            ############################
+            # (1) Update D network
+            ###########################
+            for p in netD.parameters(): # reset requires_grad
+                p.requires_grad = True # they are set to False below in netG update
+            # train the discriminator Diters times
+            if gen_iterations < 25 or gen_iterations % 500 == 0:
+                Diters = 100
+            else:
+                Diters = opt.Diters
+            j = 0
+            while j < Diters and i < len(dataloader):
+                j += 1
+                # clamp parameters to a cube
+                for p in netD.parameters():
+                    p.data.clamp_(opt.clamp_lower, opt.clamp_upper)
+                data = next(data_iter)
+                i += 1
+                # train with real
+                real_cpu, _ = data
+                netD.zero_grad()
+                batch_size = real_cpu.size(0)
+                if opt.cuda:
+                    real_cpu = real_cpu.cuda()
+                input.resize_as_(real_cpu).copy_(real_cpu)
+                inputv = Variable(input)
+                errD_real = netD(inputv)
+                errD_real.backward(one)
+                # train with fake
+                noise.resize_(opt.batchSize, nz, 1, 1).normal_(0, 1)
+                noisev = Variable(noise) # totally freeze netG
+                fake = Variable(netG(noisev).data)
+                inputv = fake
+                errD_fake = netD(inputv)
+                errD_fake.backward(mone)
+                errD = errD_real - errD_fake
+                optimizerD.step()
+            ############################
+            # (2) Update G network
+            ###########################
+            for p in netD.parameters():
+                p.requires_grad = False # to avoid computation
+            netG.zero_grad()
+            # in case our last batch was the tail batch of the dataloader,
+            # make sure we feed a full batch of noise
+            noise.resize_(opt.batchSize, nz, 1, 1).normal_(0, 1)
+            noisev = Variable(noise)
+            fake = netG(noisev)
+            errG = netD(fake)
+            errG.backward(one)
+            optimizerG.step()
+            gen_iterations += 1
+            print('[%d/%d][%d/%d][%d] Loss_D: %f Loss_G: %f Loss_D_real: %f Loss_D_fake %f'
+                % (epoch, opt.niter, i, len(dataloader), gen_iterations,
+                errD.data[0], errG.data[0], errD_real.data[0], errD_fake.data[0]))
+            if gen_iterations % 2 == 0:
+                real_cpu = real_cpu.mul(0.5).add(0.5)
+                save_image(real_cpu, '{0}/real_samples.npy'.format(opt.experiment))
+                fake = netG(Variable(fixed_noise))
+                fake.data = fake.data.mul(0.5).add(0.5)
+                save_image(fake.data, '{0}/fake_samples_{1}.npy'.format(opt.experiment, gen_iterations))
+        # do checkpointing
+        torch.save(netG.state_dict(), '{0}/netG_epoch_{1}.pth'.format(opt.experiment, epoch))
+        torch.save(netD.state_dict(), '{0}/netD_epoch_{1}.pth'.format(opt.experiment, epoch))
+
+    return errD.data[0].item(), errG.data[0].item()
+
+def generate_main(argv):
+    parser = argparse.ArgumentParser()
+    parser.add_argument('-c', '--config', required=True, type=str, help='path to generator config .json file')
+    parser.add_argument('-w', '--weights', required=True, type=str, help='path to generator weights .pth file')
+    parser.add_argument('-o', '--output_dir', required=True, type=str, help="path to to output directory")
+    parser.add_argument('-n', '--nimages', required=True, type=int, help="number of images to generate", default=1)
+    parser.add_argument('--cuda', action='store_true', help='enables cuda')
+    opt = parser.parse_args(argv)
+
+    with open(opt.config, 'r') as gencfg:
+        generator_config = json.loads(gencfg.read())
+
+    imageSize = generator_config["imageSize"]
+    nz = generator_config["nz"]
+    nc = generator_config["nc"]
+    ngf = generator_config["ngf"]
+    ngpu = generator_config["ngpu"]
+    n_extra_layers = generator_config["n_extra_layers"]
+
+    netG = DCGAN_G(imageSize, nz, nc, ngf, ngpu, n_extra_layers)
+
+    # load weights
+    netG.load_state_dict(torch.load(opt.weights))
+
+    # initialize noise
+    fixed_noise = torch.FloatTensor(opt.nimages, nz, 1, 1).normal_(0, 1)
+
+    if opt.cuda:
+        netG.cuda()
+        fixed_noise = fixed_noise.cuda()
+
+    fake = netG(fixed_noise)
+    fake.data = fake.data.mul(0.5).add(0.5)
+
+    for i in range(opt.nimages):
+        save_image(fake.data[i, ...].reshape((1, nc, imageSize, imageSize)), os.path.join(opt.output_dir, "generated_%02d.npy"%i))
+    return fake.data
+
+if __name__=="__main__":
+    experiment = tempfile.mkdtemp()
+    try:
+        cuda_flag = ['--cuda'] if torch.cuda.is_available() else []
+        dataset = make_blob_dataset(320, 16)
+        errD, errG = train_main(['--dataset', 'folder', '--dataroot', experiment,
+                                 '--experiment', experiment] + cuda_flag, dataset)
+        out_dir = os.path.join(experiment, 'generated')
+        os.makedirs(out_dir)
+        fake = generate_main(['-c', os.path.join(experiment, 'generator_config.json'),
+                              '-w', os.path.join(experiment, 'netG_epoch_2.pth'),
+                              '-o', out_dir, '-n', '4'] + cuda_flag)
+        generated = sorted(os.listdir(out_dir))
+        print('generated files:', generated)
+        mean_pixel = fake.mean().item()
+    finally:
+        shutil.rmtree(experiment)
+    print('done Loss_D=%.5f Loss_G=%.5f mean_pixel=%.4f' % (errD, errG, mean_pixel))
