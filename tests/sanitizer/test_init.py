@@ -824,3 +824,54 @@ def test_cpu_integer_indices_made_in_a_forward_are_not_reported_but_a_float_tens
     ):
         Scaled().cuda()(torch.randn(2, 4, 4, device="cuda"))
     assert "device-less-tensor-in-forward" in [f.kind for f in report.findings]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_cpu_tensors_a_forward_builds_and_moves_through_other_tensors_are_not_reported():
+    # GIN's block-diagonal adjacency: `torch.ones` values and `cat`-ed self-loops on the host, put into a matrix that
+    # is then moved (`Adj_block.to(self.device)`); and a CPU tensor only read on the host. A real GPU runs both.
+    class Graph(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.device = torch.device("cuda")
+
+        def forward(self, x, edges):
+            values = torch.ones(edges.shape[1])
+            loops = torch.ones(x.shape[0])
+            values = torch.cat([values, loops], 0)
+            index = torch.cat([edges, torch.arange(x.shape[0]).repeat(2, 1)], 1)
+            adj = torch.zeros(x.shape[0], x.shape[0]).index_put((index[0], index[1]), values, accumulate=True)
+            sizes = torch.zeros(3)  # read on the host only
+            print(sizes.tolist())
+            return adj.to(self.device) @ self.fc(x)
+
+    with ferry.sanitize(pretend="cuda") as report:
+        Graph().cuda()(torch.randn(3, 4, device="cuda"), torch.tensor([[0, 1], [1, 2]]))
+    assert [] == [f.kind for f in report.findings if f.kind == "device-less-tensor-in-forward"]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_a_cpu_tensor_made_from_a_forward_factory_and_returned_is_reported_at_the_factory():
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            weights = torch.ones(4)
+            return self.fc(x), weights.float() * 2  # made from it, left on the host, handed to the caller
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = Head()
+
+        def forward(self, x):
+            return self.head(x)
+
+    with ferry.sanitize(pretend="cuda") as report, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Outer().cuda()(torch.randn(2, 4, device="cuda"))
+    line = Head.forward.__code__.co_firstlineno + 1
+    assert [("device-less-tensor-in-forward", line)] == [(f.kind, f.where.line) for f in report.findings]

@@ -105,12 +105,16 @@ class SanitizerMode(TorchFunctionMode):
         self.train_mode = TrainModeWatch(emit)
         self.init_watch = InitWatch(emit)
         self.modules = ModuleStack(
-            self.train_mode.root_forward, self.train_mode.root_output, self.train_mode.root_inputs
+            self.train_mode.root_forward, self.train_mode.root_output, self.train_mode.root_inputs, self._returned
         )
         #: modules moved from an accelerator to the CPU: id -> (the module, weakly, and the user's line)
         self.host_moves: dict[int, tuple[weakref.ref[nn.Module], SourceLine]] = {}
         #: recent CPU factory calls without ``device=``: (op, creation line, (frame id, line) of the user frames)
         self.created: deque[tuple[Any, SourceLine, frozenset[tuple[int, int]]]] = deque(maxlen=_RECENT)
+        #: CPU tensors built in a forward whose report waits to see where they go (see :meth:`_check_factory`)
+        self.waiting: dict[int, _Waiting] = {}
+        #: the CPU tensors made from them so far: id -> (the tensor, weakly, the waiting reports it comes from)
+        self.derived: dict[int, tuple[weakref.ref[Tensor], frozenset[int]]] = {}
 
     def __torch_function__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
@@ -141,6 +145,8 @@ class SanitizerMode(TorchFunctionMode):
             self._check_devices(func, args[:2], {})  # CPU indices may index a GPU tensor, not the other way round
         written = self.init_watch.before(func, args, kwargs) if self.init_watch.unwritten else None
         result = func(*args, **kwargs)
+        if self.derived:
+            self._follow(func, args, kwargs, result)
         if written is not None:
             self.init_watch.after(func, args, written, result)
         if self.train_mode.suspects:  # outputs of a BatchNorm model evaluated in training mode: are they scored?
@@ -241,6 +247,8 @@ class SanitizerMode(TorchFunctionMode):
             labelled_checked = labelled
         if len({t.device for _, t in labelled_checked}) < 2:
             return
+        if self.derived:  # a CPU tensor built in a forward meets the device: its report is due now
+            self._report_waiting({key for _, t in labelled_checked for key in self._origins(t)})
         frame = user_frame()
         where = source_line(frame) if frame is not None else SourceLine("<unknown>", 0, "")
         user_names = _names_in(frame)
@@ -483,19 +491,114 @@ class SanitizerMode(TorchFunctionMode):
                 f"model.to() never moves them (and they are re-initialised on every call, never trained). Build the "
                 f"layer in __init__ (`self.bn = nn.{layer}(...)`) and call `self.bn(x)` in forward."
             )
-        else:
-            # from_numpy and frombuffer take no device: their tensor is moved instead
-            there = (
-                f"{_op(func)}(...).to(x.device)" if _op(func) in _NO_DEVICE else f"{_op(func)}(..., device=x.device)"
-            )
-            message = (
-                f"{_op(func)} built a CPU tensor at {where.described()} inside the forward of {module}, whose "
-                f"parameters are on {own}. It costs a host-to-device copy on every call, or fails when combined with "
-                f"the module's tensors. Create it on the input's device: `{there}`."
-            )
-        self.emit("device-less-tensor-in-forward", where, message, None, frame)
+            self.emit("device-less-tensor-in-forward", where, message, None, frame)
+            return
+        # from_numpy and frombuffer take no device: their tensor is moved instead
+        there = f"{_op(func)}(...).to(x.device)" if _op(func) in _NO_DEVICE else f"{_op(func)}(..., device=x.device)"
+        message = (
+            f"{_op(func)} built a CPU tensor at {where.described()} inside the forward of {module}, whose "
+            f"parameters are on {own}. It costs a host-to-device copy on every call, or fails when combined with "
+            f"the module's tensors. Create it on the input's device: `{there}`."
+        )
+        # reported when it (or a CPU tensor made from it) meets the module's tensors or leaves the outermost forward;
+        # not when it is moved on its way (GIN's `torch.ones` values of a sparse matrix that is then moved), nor when
+        # it stays on the host side only, which a GPU runs as well
+        key = id(result)
+        self.waiting[key] = _Waiting(where, message, frame, len(self.modules.stack))
+        self.derived[key] = (weakref.ref(result), frozenset({key}))
+
+    # --- where the CPU tensors built in a forward go -------------------------------------------------------------
+
+    def _origins(self, value: Any) -> frozenset[int]:
+        """The waiting reports a tensor comes from (an empty set for any other value)."""
+        held = self.derived.get(id(value)) if isinstance(value, Tensor) else None
+        return held[1] if held is not None and held[0]() is value else frozenset()
+
+    def _follow(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        """After an operation: a CPU result of waiting tensors waits with them; a move to a device settles them."""
+        origins: frozenset[int] = frozenset()
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, Tensor):
+                origins |= self._origins(value)
+            elif type(value) in (list, tuple):
+                for item in value:
+                    origins |= self._origins(item)
+        if not origins:
+            return
+        outputs = (
+            [result]
+            if isinstance(result, Tensor)
+            else [r for r in result if isinstance(r, Tensor)]
+            if (type(result) in (list, tuple))
+            else []
+        )
+        if any(out.device.type != "cpu" for out in outputs) or (
+            func is Tensor.copy_ and args and isinstance(args[0], Tensor) and args[0].device.type != "cpu"
+        ):
+            for key in origins:  # `.to(self.device)`, `.cuda()`, `dev.copy_(cpu)`: it reaches the device
+                self.waiting.pop(key, None)
+            self._forget()
+            return
+        for out in outputs:
+            if id(out) not in self.derived or self.derived[id(out)][0]() is not out:
+                self.derived[id(out)] = (weakref.ref(out), origins)
+        if len(self.derived) > _MAX_DERIVED:
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop what no waiting report needs any more: dead tensors, and tensors of settled reports."""
+        self.derived = {
+            k: (ref, keys & self.waiting.keys())
+            for k, (ref, keys) in self.derived.items()
+            if ref() is not None and keys & self.waiting.keys()
+        }
+
+    def _report_waiting(self, keys: set[int]) -> None:
+        for key in sorted(keys):
+            waiting = self.waiting.pop(key, None)
+            if waiting is not None:
+                self.emit("device-less-tensor-in-forward", waiting.where, waiting.message, None, waiting.frame)
+        self._forget()
+
+    def _returned(self, depth: int, output: Any) -> None:
+        """A forward ended, ``depth`` forwards still running: what its tensors built on the host became."""
+        if not self.waiting:
+            return
+        ended = {key for key, w in self.waiting.items() if w.depth > depth}
+        if not ended:
+            return
+        returned: set[int] = set()
+        stack = [output]
+        for _ in range(64):  # the output's tensors, a few levels into tuples, lists and dicts
+            if not stack:
+                break
+            value = stack.pop()
+            if isinstance(value, Tensor):
+                returned |= self._origins(value) & ended
+            elif type(value) in (list, tuple):
+                stack.extend(value[:16])
+            elif type(value) is dict:
+                stack.extend(list(value.values())[:16])
+        if depth == 0:  # returned by the outermost forward: the caller gets a CPU tensor beside device outputs
+            self._report_waiting(returned)
+        for key in ended - returned:
+            self.waiting.pop(key, None)  # used on the host inside the forward only: a GPU runs it too
+        for key in returned & self.waiting.keys():
+            self.waiting[key].depth = depth  # handed to the enclosing forward, which decides
+        self._forget()
 
 
+class _Waiting:
+    """A ``device-less-tensor-in-forward`` report that waits to see where its CPU tensor goes."""
+
+    __slots__ = ("depth", "frame", "message", "where")
+
+    def __init__(self, where: SourceLine, message: str, frame: FrameType, depth: int) -> None:
+        self.where, self.message, self.frame, self.depth = where, message, frame, depth
+
+
+#: How many derived CPU tensors are followed before the dead ones are dropped.
+_MAX_DERIVED = 256
 #: torch's GradScaler (``torch/amp/grad_scaler.py``): its ``step`` reads the inf check on the host, by design.
 _GRAD_SCALER = os.path.join("amp", "grad_scaler.py")
 #: Factories with no ``device=`` argument: the fix moves their tensor.

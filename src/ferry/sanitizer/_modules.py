@@ -25,6 +25,7 @@ class ModuleStack:
         on_root_forward: Callable[[nn.Module], None] | None = None,
         on_root_output: Callable[[nn.Module, Any], None] | None = None,
         on_root_inputs: Callable[[nn.Module, Any], None] | None = None,
+        on_return: Callable[[int, Any], None] | None = None,
     ) -> None:
         self.stack: list[nn.Module] = []
         #: the call of the outermost module: its line in the user's code, the variable name of each tensor passed to
@@ -36,6 +37,8 @@ class ModuleStack:
         self.on_root_forward = on_root_forward
         self.on_root_output = on_root_output
         self.on_root_inputs = on_root_inputs
+        #: called when any forward ends, with the depth left (0: no forward running) and the output
+        self.on_return = on_return
         self._handles: list[RemovableHandle] = []
 
     def install(self) -> None:
@@ -79,6 +82,8 @@ class ModuleStack:
         while stack:
             if stack.pop() is module:
                 break
+        if self.on_return is not None:
+            self.on_return(len(stack), output)
         if not stack and self.on_root_output is not None:
             self.on_root_output(module, output)
 
