@@ -142,6 +142,25 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("unet_attention_skin_lesion.py", "FRY003", 494): "torch.load(unet_path) without map_location",
     ("yolov1_voc_aladdin.py", "FRY002", 256): "get_bboxes(..., device='cuda') default of the original utils.py",
     ("yolov1_voc_aladdin.py", "FRY003", 717): "torch.load(LOAD_MODEL_FILE) without map_location",
+    # held-out round 12: the authors' torch.load without map_location (TD3's load, WassersteinGAN's resume and
+    # generate.py, LTSF-Linear's best checkpoint, speech-commands' resume and test), speech-commands' whole-model
+    # torch.save and its DataParallel state_dict, and WassersteinGAN's generate.py running the loaded generator
+    # (BatchNorm layers) without netG.eval()
+    ("td3_point_mass.py", "FRY003", 171): "torch.load(filename + '_critic') without map_location",
+    ("td3_point_mass.py", "FRY003", 172): "torch.load(filename + '_critic_optimizer') without map_location",
+    ("td3_point_mass.py", "FRY003", 174): "torch.load(filename + '_actor') without map_location",
+    ("td3_point_mass.py", "FRY003", 175): "torch.load(filename + '_actor_optimizer') without map_location",
+    ("wgan_weight_clipping.py", "FRY003", 232): "torch.load(opt.netG) without map_location",
+    ("wgan_weight_clipping.py", "FRY003", 238): "torch.load(opt.netD) without map_location",
+    ("wgan_weight_clipping.py", "FRY003", 355): "generate.py's torch.load(opt.weights) without map_location",
+    ("wgan_weight_clipping.py", "FRY010", 364): "generate.py calls the loaded BatchNorm generator without eval()",
+    ("dlinear_ltsf.py", "FRY003", 305): "torch.load(best_model_path) without map_location",
+    ("dlinear_ltsf.py", "FRY003", 311): "torch.load(checkpoint.pth) without map_location",
+    ("speech_commands_vgg.py", "FRY003", 210): "torch.load(args.resume) without map_location",
+    ("speech_commands_vgg.py", "FRY003", 331): "torch.load(args.model, weights_only=False) without map_location",
+    ("speech_commands_vgg.py", "FRY009", 293): "checkpoint of the DataParallel model's state_dict (module. keys)",
+    ("speech_commands_vgg.py", "FRY004", 298): "torch.save(model, ...) of the whole model",
+    ("speech_commands_vgg.py", "FRY004", 302): "torch.save(model, ...) of the whole model",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

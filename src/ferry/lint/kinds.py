@@ -231,6 +231,8 @@ class KindInference:
         self.classes: dict[str, ast.ClassDef] = {}
         self._kinds: Memo[ast.AST, Kind | None] = Memo(self._infer, None, max_depth=MAX_DEPTH)
         self._returns: dict[ast.AST, Kind | None] = {}
+        self._passed: dict[tuple[ast.AST, str], Kind | None] = {}
+        self._call_sites: dict[ast.AST, list[tuple[ast.Call, int]]] = {}
         self._scope_cache: dict[ast.AST, ast.AST] = {}
         self._collect()
 
@@ -357,7 +359,7 @@ class KindInference:
             elif arg.arg in defaults:
                 source = ("expr", defaults[arg.arg])
             else:
-                source = ("none",)
+                source = ("passed", func, arg.arg, i if i < len(positional) else None)
             bindings[arg.arg].append((at, source))
         for extra in (args.vararg, args.kwarg):
             if extra is not None:
@@ -551,6 +553,8 @@ class KindInference:
             return self._project(self._source_kind(source[1]), source[2])
         if tag == "iter":
             return self.element(source[1])
+        if tag == "passed":
+            return self._passed_kind(source[1], source[2], source[3])
         if tag == "aug":
             node: ast.AugAssign = source[1]
             before = self.infer(node.target) if isinstance(node.target, ast.Name) else None
@@ -588,6 +592,65 @@ class KindInference:
         if full in ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"):
             return OPTIMIZER
         return None
+
+    def _passed_kind(self, func: ast.FunctionDef | ast.AsyncFunctionDef, name: str, index: int | None) -> Kind | None:
+        """An instance of a class of the file that every call of ``func`` passes as its parameter ``name``.
+
+        ``dqn.learn(mem)`` with ``mem = ReplayMemory(...)``: inside ``learn``, ``mem.sample(...)`` is that class's
+        method. Only where ``func``'s name is its own in the file (one function or method of that name, no
+        decorator), every call is seen, and every call passes the argument plainly; other kinds stay unknown.
+        """
+        key = (func, name)
+        if key in self._passed:
+            return self._passed[key]
+        self._passed[key] = None  # a call inside `func` itself, or a cycle of calls: not known
+        found: Kind | None = None
+        calls = self._calls_of(func)
+        if calls:
+            kinds: list[Kind | None] = []
+            for call, offset in calls:
+                arg = next((k.value for k in call.keywords if k.arg == name), None)
+                if arg is None and index is not None and index - offset >= 0:
+                    position = index - offset
+                    before = call.args[: position + 1]
+                    if position < len(call.args) and not any(isinstance(a, ast.Starred) for a in before):
+                        arg = call.args[position]
+                if arg is None or any(k.arg is None for k in call.keywords):
+                    kinds = [None]
+                    break
+                kinds.append(self.infer(arg))
+            kind = self._agree(kinds)
+            found = kind if kind is not None and kind.name == "instance" else None
+        self._passed[key] = found
+        return found
+
+    def _calls_of(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[ast.Call, int]]:
+        """The calls of ``func`` in the file, each with how many parameters come before its arguments (``self``)."""
+        known = self._call_sites.get(func)
+        if known is None:
+            known = self._call_sites[func] = self._find_calls(func)
+        return known
+
+    def _find_calls(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[ast.Call, int]]:
+        if func.decorator_list or len(self.functions.get(func.name, [])) != 1 or func.name.startswith("__"):
+            return []
+        cls = self.ctx.enclosing_class(func)
+        method = cls is not None and func in cls.body
+        if method and func.name in self.classes:
+            return []
+        found: list[tuple[ast.Call, int]] = []
+        for call in self.ctx.nodes(ast.Call):
+            callee = call.func
+            if method and isinstance(callee, ast.Attribute) and callee.attr == func.name:
+                found.append((call, 1))
+            elif not method and isinstance(callee, ast.Name) and callee.id == func.name:
+                found.append((call, 0))
+        called = {id(c.func) for c, _ in found}
+        if not method and any(  # handed on as a value (`map(fn, ...)`, `apply(fn)`): called where it is not seen
+            n.id == func.name and isinstance(n.ctx, ast.Load) and id(n) not in called for n in self.ctx.nodes(ast.Name)
+        ):
+            return []
+        return found
 
     @staticmethod
     def _agree(kinds: list[Kind | None]) -> Kind | None:

@@ -363,6 +363,20 @@ def _compare_side(test: ast.Compare) -> bool | None:
     return None
 
 
+def _unbound_parameter(scope: ast.AST, name: str) -> bool:
+    """Whether ``name`` is a parameter of the function ``scope`` that its body never binds again."""
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    args = scope.args
+    if name not in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
+        return False
+    return not any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store | ast.Del)
+        for stmt in scope.body
+        for n in ast.walk(stmt)
+    )
+
+
 def _free_reads(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """Names ``func`` reads and does not bind itself (globals, or names of an enclosing function)."""
     reads = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
@@ -445,6 +459,10 @@ def _stacked(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
     return False
 
 
+#: Calls that only read what they are given: copies and saves leave the original where it is.
+_READ_ONLY_CALLS = frozenset({"copy.deepcopy", "copy.copy", "torch.save", "pickle.dump", "pickle.dumps"})
+
+
 def _instance_uses(
     cls: ast.ClassDef,
     init: ast.AST,
@@ -486,6 +504,8 @@ def _instance_uses(
                         handled.add(owner.attr)
                 if isinstance(func, ast.Name) and func.id in HARMLESS_READS:
                     continue  # `len(self.data)`
+                if ctx.call_name(node) in _READ_ONLY_CALLS:
+                    continue  # `self.actor_target = copy.deepcopy(self.actor)` in TD3's `load`: a copy, read only
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     if isinstance(arg, ast.Name) and arg.id == "self":
                         everything = True
@@ -994,7 +1014,11 @@ class _Flow(CallsMixin):
         values = list(self.ctx.kinds.assigned_values(func.value.id))
         kinds = {self.ctx.kind(v) for v in values if isinstance(v, ast.Call)}
         classes = {k.cls for k in kinds if k is not None and k.name == "instance" and k.cls is not None}
-        if not values or len(classes) != 1 or len(kinds) != 1 or not all(isinstance(v, ast.Call) for v in values):
+        passed = self.ctx.kinds.lookup(func.value.id, func) if _unbound_parameter(self.scope, func.value.id) else None
+        if passed is not None and passed.name == "instance" and passed.cls:
+            # a parameter of the function being read: the class every call of the function passes (`dqn.learn(mem)`)
+            classes = {passed.cls}
+        elif not values or len(classes) != 1 or len(kinds) != 1 or not all(isinstance(v, ast.Call) for v in values):
             return None  # every binding of the name, anywhere in the file, builds the same class (`VecPyTorch(...)`,
             # or a function of the file that returns one: `envs = make_vec_envs(...)`)
         cls = self.ctx.kinds.classes.get(classes.pop())

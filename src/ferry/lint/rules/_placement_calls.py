@@ -463,6 +463,9 @@ class CallsMixin(DevicesMixin):
             return Val("tensor", where, scalar=source.scalar, dev=source.dev)
         if full in PASS_THROUGH and args:
             return _unstarred(node, args)[0]  # deprecated `Variable(x)`: gives the tensor back, where it is
+        if full in ("copy.deepcopy", "copy.copy") and len(node.args) == 1 and args[0].what in ("module", *TENSORISH):
+            # `self.actor_target = copy.deepcopy(self.actor)`: a new module or tensor, where the original is
+            return replace(args[0], origin=None, name=None, moved_at=None)
         if full == "functools.partial" and node.args and isinstance(node.args[0], ast.Name):
             named = node.args[0].id
             defined = [f for f in self.ctx.tree.body if isinstance(f, ast.FunctionDef) and f.name == named]

@@ -236,11 +236,24 @@ class Flow:
         itself (``device="cpu"``, ``.cpu()``, ``.pin_memory()``, ``.share_memory_()``): it knows where its tensors go.
         """
         for above in self.ctx.ancestors(node):
-            if isinstance(above, ast.ClassDef) and above.name.endswith(HOST_SIDE_CLASSES):
+            if isinstance(above, ast.ClassDef) and self._host_side_class(above):
                 return not self._part_of_a_model(above)
             if isinstance(above, FUNCTIONS) and (
                 any(w in above.name.lower() for w in ("onnx", "export", "trac")) or self._names_host(above)
             ):
+                return True
+        return False
+
+    def _host_side_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
+        """Whether a class is named for data preparation, or derives from one (``class Tasks(Dataset):``)."""
+        if cls.name.endswith(HOST_SIDE_CLASSES):
+            return True
+        for base in cls.bases:
+            name = dotted(base) or ""
+            if name.rsplit(".", 1)[-1].endswith(HOST_SIDE_CLASSES):
+                return True
+            local = self.ctx.kinds.classes.get(name)
+            if local is not None and local is not cls and depth < 8 and self._host_side_class(local, depth + 1):
                 return True
         return False
 
@@ -902,6 +915,8 @@ class Flow:
         items = value.elts if isinstance(value, ast.Tuple) else [value]
         if not self._in_module_method(value) and any(self._raw_input(func, item) for item in items):
             return  # `return b[0], b[1], torch.ones(b[1].size())`: unpacking a batch where it is, on the host
+        if isinstance(func, FUNCTIONS) and self._result_indexes_only(func):
+            return  # GIN's padded neighbour list: CPU indices into the caller's device tensor, which work anywhere
         for item in items:
             found = self.dev(item)
             if found is not None and found.where == "cpu":
@@ -910,6 +925,38 @@ class Flow:
                         inputs = sorted(self.inputs(func))
                         device = inputs[0] if len(inputs) == 1 else ""
                         self.meetings.setdefault(origin, Meeting(origin, value, "returned", device))
+
+    def _result_indexes_only(self, func: Function) -> bool:
+        """Whether every call of the module method ``func`` keeps its result in a name used only as an index.
+
+        ``idx = self.__neighbors(graphs)`` then ``h[idx]``, or handed to another method of the class that uses its
+        parameter only so (``self.maxpool(h, idx)``). Only methods called as ``self.<name>(...)`` in their class.
+        """
+        cls = self.ctx.enclosing_class(func)
+        if cls is None or func not in cls.body:
+            return False
+        calls = [
+            c
+            for c in ast.walk(cls)
+            if isinstance(c, ast.Call)
+            and isinstance(c.func, ast.Attribute)
+            and dotted(c.func.value) == "self"
+            and c.func.attr == func.name
+        ]
+        if not calls:
+            return False
+        for call in calls:
+            assign = self.ctx.parent(call)
+            caller = self.ctx.enclosing_function(call)
+            if not (
+                isinstance(assign, ast.Assign)
+                and len(assign.targets) == 1
+                and isinstance(assign.targets[0], ast.Name)
+                and caller is not None
+                and _index_only_name(self.ctx, cls, caller, assign.targets[0].id, 0)
+            ):
+                return False
+        return True
 
     def _raw_input(self, func: ast.AST, item: ast.expr) -> bool:
         """Whether ``item`` is a parameter of ``func`` or a part of one as it came (``b[0]``, ``batch.x``)."""
@@ -922,7 +969,7 @@ class Flow:
         for _, source in self.ctx.kinds.bindings.get(func, {}).get(name, []):
             if source[0] == "aug":
                 continue
-            if source[0] != "expr" and not (source[0] in ("none", "annotation") and name in parameters(func)):
+            if source[0] != "expr" and not (source[0] in ("none", "annotation", "passed") and name in parameters(func)):
                 return False
             if source[0] == "expr":
                 found = self.dev(source[1])
@@ -955,6 +1002,41 @@ def _numbers_literal(node: ast.expr | None) -> bool:
         return False
     values = [e.operand if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) else e for e in node.elts]
     return all(isinstance(v, ast.Constant) and isinstance(v.value, int | float) for v in values)
+
+
+def _index_only_name(ctx: FileContext, cls: ast.ClassDef, func: ast.AST, name: str, depth: int) -> bool:
+    """Whether ``name`` in ``func`` is read, and only to index or to hand on to a method that indexes with it.
+
+    ``h[name]``, or ``self.maxpool(h, name)`` / ``padded=name`` for a method of ``cls`` whose parameter is used only
+    so (a few calls deep).
+    """
+    reads = [n for n in _walk_body(func) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    if not reads or depth > 3:
+        return False
+    return all(_indexes_or_passes(ctx, cls, read, depth) for read in reads)
+
+
+def _indexes_or_passes(ctx: FileContext, cls: ast.ClassDef, read: ast.Name, depth: int) -> bool:
+    parent = ctx.parent(read)
+    if isinstance(parent, ast.Subscript) and parent.slice is read:
+        return True
+    above = ctx.parent(parent) if parent is not None else None
+    if isinstance(parent, ast.Tuple) and isinstance(above, ast.Subscript):
+        return above.slice is parent
+    keyword = parent if isinstance(parent, ast.keyword) else None
+    call = above if keyword is not None else parent
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and dotted(call.func.value) == "self"):
+        return False
+    method = next((m for m in cls.body if isinstance(m, FUNCTIONS) and m.name == call.func.attr), None)
+    if method is None:
+        return False
+    params = [a.arg for a in [*method.args.posonlyargs, *method.args.args][1:]]
+    if keyword is not None:
+        param = keyword.arg
+    else:
+        position = next((i for i, a in enumerate(call.args) if a is read), None)
+        param = params[position] if position is not None and position < len(params) else None
+    return param is not None and _index_only_name(ctx, cls, method, param, depth + 1)
 
 
 def _called_name(call: ast.Call) -> str | None:
