@@ -77,6 +77,11 @@ LEGACY_CONSTRUCTORS = frozenset(
     BoolTensor
     """.split()
 )
+#: Legacy constructors by their full name (``torch.FloatTensor``): tensors on the host, sparse ones too
+#: (``torch.sparse.FloatTensor(indices, values, size)``, pygcn's and GIN's adjacency).
+LEGACY_HOST = frozenset(f"torch.{name}" for name in LEGACY_CONSTRUCTORS) | frozenset(
+    f"torch.sparse.{name}" for name in LEGACY_CONSTRUCTORS - {"Tensor"}
+)
 
 #: Static methods of ``torch.nn`` classes that make a tensor on ``device=`` (default: the CPU).
 MASK_FACTORIES = frozenset(

@@ -14,8 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from ferry.lint.context import FileContext, dotted
-from ferry.lint.rules._placement_values import LEGACY_HOST
-from ferry.lint.torch_api import DATA_FACTORIES, FACTORIES, LAYERS_WITH_PARAMETERS, MOVES
+from ferry.lint.torch_api import DATA_FACTORIES, FACTORIES, LAYERS_WITH_PARAMETERS, LEGACY_HOST, MOVES
 
 #: Methods a class overrides when it moves its own attributes (a module's ``type`` only converts the dtype).
 _MOVING_METHODS = (MOVES - {"type"}) | {"_apply", "_load_from_state_dict"}

@@ -431,15 +431,26 @@ def _only_read_by(
     arg: ast.expr,
     local: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
     reading: Callable[[str], bool],
+    ctx: FileContext | None = None,
 ) -> bool:
     """Whether ``call`` is of a function of the file that only reads the parameter ``arg`` fills.
 
     ``soft_update(self.critic_target, self.critic, self.tau)``: it copies the critic's parameters, in place.
     """
     func = local.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    skip = 0
+    if func is None and ctx is not None and isinstance(call.func, ast.Name):
+        # `early_stopping(val_loss, self.model, path)`: an instance of a class of the file, whose `__call__` reads
+        kind = ctx.kinds.lookup(call.func.id, call)
+        cls = ctx.kinds.classes.get(kind.cls or "") if kind is not None and kind.name == "instance" else None
+        methods = {m.name: m for m in (cls.body if cls else []) if isinstance(m, ast.FunctionDef)}
+        func = methods.get("__call__")
+        if func is not None:
+            local = {**local, **{f"self.{name}": m for name, m in methods.items()}}
+            skip = 1
     if func is None or any(isinstance(a, ast.Starred) for a in call.args):
         return False
-    names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]][skip:]
     param = next((k.arg for k in call.keywords if k.value is arg), None)
     if param is None and arg in call.args and call.args.index(arg) < len(names):
         param = names[call.args.index(arg)]
@@ -512,7 +523,7 @@ def _instance_uses(
                     elif (
                         isinstance(arg, ast.Attribute)
                         and dotted(arg.value) == "self"
-                        and (local is None or reading is None or not _only_read_by(node, arg, local, reading))
+                        and (local is None or reading is None or not _only_read_by(node, arg, local, reading, ctx))
                     ):
                         handled.add(arg.attr)
     if everything:
@@ -1296,7 +1307,7 @@ class _Flow(CallsMixin):
         if cls in self._instances and self._instances[cls][0] == seen:
             return self._instances[cls][1]
         self._instances[cls] = (seen, {})
-        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        init = self._inherited_init(cls)
         if init is None or not self._plain_class(cls) or self.depth >= 2:
             return {}
         reader = _Flow(self.ctx)
@@ -1348,6 +1359,23 @@ class _Flow(CallsMixin):
                 found[name] = val
         self._instances[cls] = (seen, found)
         return found
+
+    def _inherited_init(self, cls: ast.ClassDef) -> ast.FunctionDef | None:
+        """The ``__init__`` an instance of ``cls`` runs: its own, or the nearest base class's of the file.
+
+        LTSF-Linear's ``Exp_Main(Exp_Basic)`` has none of its own; ``Exp_Basic.__init__`` sets ``self.device`` and
+        ``self.model`` for the subclass's ``train`` and ``test``. Single inheritance only.
+        """
+        current: ast.ClassDef | None = cls
+        for _ in range(5):
+            if current is None:
+                return None
+            own = next((s for s in current.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+            if own is not None:
+                return own
+            bases = [dotted(b) for b in current.bases if dotted(b) != "object"]
+            current = self.ctx.kinds.classes.get(bases[0] or "") if len(bases) == 1 else None
+        return None
 
     def _plain_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
         """Whether ``cls`` is known not to be an ``nn.Module``: no base but ``object`` or plain classes of the file.
@@ -2319,8 +2347,14 @@ class _Flow(CallsMixin):
         root, _, rest = name.partition(".")
         if root == "self" and rest:
             cls = self.ctx.enclosing_class(scope)
-            attrs = self.ctx.kinds.self_attributes.get(cls.name, {}) if cls is not None else {}
-            return f"self.{rest.split('.')[0]}" in attrs and bool(scope.args.args) and scope.args.args[0].arg == "self"
+            held = False
+            for _ in range(5):  # the class's own attributes, or a base class's of the file
+                if cls is None or held:
+                    break
+                held = f"self.{rest.split('.')[0]}" in self.ctx.kinds.self_attributes.get(cls.name, {})
+                bases = [dotted(b) for b in cls.bases if dotted(b) != "object"]
+                cls = self.ctx.kinds.classes.get(bases[0] or "") if len(bases) == 1 else None
+            return held and bool(scope.args.args) and scope.args.args[0].arg == "self"
         return root in bound_names(scope) or root in self._module_names()
 
     def _module_names(self) -> set[str]:

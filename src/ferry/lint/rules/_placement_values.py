@@ -17,7 +17,6 @@ from ferry.lint.torch_api import (
     ACCELERATORS,
     DEVICE_CALLS,
     HOST_TARGET_LOSSES,
-    LEGACY_CONSTRUCTORS,
     LOSS_FUNCTIONS,
     MOVES,
     SAME_PLACE_METHODS,
@@ -31,10 +30,6 @@ KEEP = "keep"  # `.to(dtype)`: the device does not change
 #: Tensor-like values: real tensors and module outputs (a tensor, or a tuple/dict/ModelOutput of tensors).
 TENSORISH = ("tensor", "output")
 
-#: Legacy constructors by their full name (``torch.FloatTensor``): tensors on the host.
-LEGACY_HOST = frozenset(f"torch.{name}" for name in LEGACY_CONSTRUCTORS) | frozenset(
-    f"torch.sparse.{name}" for name in LEGACY_CONSTRUCTORS - {"Tensor"}
-)  # `torch.sparse.FloatTensor(indices, values, size)`: a sparse tensor on the CPU (pygcn's adjacency)
 #: Functional losses checked (``ctc_loss``'s targets and lengths may stay on the CPU).
 CHECKED_LOSSES = LOSS_FUNCTIONS - HOST_TARGET_LOSSES
 #: Module methods that return the module itself without moving it (the function ``apply`` runs may move it).

@@ -91,7 +91,7 @@ from ferry.lint.torch_api import (
     DATA_FACTORIES,
     FACTORIES,
     LAYERS_WITH_PARAMETERS,
-    LEGACY_CONSTRUCTORS,
+    LEGACY_HOST,
     MASK_FACTORIES,
     MODULE_SELF_METHODS,
     NOT_TENSOR_FUNCTIONS,
@@ -104,8 +104,10 @@ from ferry.lint.torch_api import (
 
 #: Functions that make a new tensor on the CPU unless given ``device=`` (the legacy constructors always do), but
 #: ``torch.Tensor``: it is mostly a conversion of data the caller passed, which this rule cannot tell from sizes.
-CPU_FACTORIES = MASK_FACTORIES | frozenset(
-    f"torch.{name}" for name in FACTORIES | DATA_FACTORIES | NUMPY_FACTORIES | (LEGACY_CONSTRUCTORS - {"Tensor"})
+CPU_FACTORIES = (
+    MASK_FACTORIES
+    | frozenset(f"torch.{name}" for name in FACTORIES | DATA_FACTORIES | NUMPY_FACTORIES)
+    | (LEGACY_HOST - {"torch.Tensor"})  # `torch.sparse.FloatTensor(indices, values, size)` too
 )
 
 FACTORY_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in CPU_FACTORIES)
