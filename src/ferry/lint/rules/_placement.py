@@ -865,6 +865,10 @@ class _Flow(CallsMixin):
                     if isinstance(node, ast.Call):
                         if isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
                             handled.add(dotted(node.func.value) or "")
+                        if self.ctx.call_name(node) in _READ_ONLY_CALLS or (
+                            isinstance(node.func, ast.Name) and node.func.id in HARMLESS_READS
+                        ):
+                            continue  # `torch.save(model, path)`, `print(model)`: read, left where they are
                         for arg in [*node.args, *(k.value for k in node.keywords)]:
                             if isinstance(arg, ast.Name):
                                 handled.add(arg.id)

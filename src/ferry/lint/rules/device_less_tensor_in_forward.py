@@ -626,6 +626,11 @@ class Flow:
                 value = source[1]
                 if isinstance(value, ast.List) and not value.elts:
                     return self._gather([self.dev(v) for v in self.appended.get((bound.scope, name), [])])
+                other = self._other_branch(name, value, node)
+                if other is not None:
+                    found = self.dev(other)
+                    if found is not None and found.where == "cpu":
+                        return found  # `if self.individual: out = torch.zeros(...)` / `else: out = self.linear(x)`
                 return self.dev(value)
             if source[0] in ("project", "iter") and _counter(ctx, source):
                 return SCALAR
@@ -640,6 +645,22 @@ class Flow:
             owner = self.dev(node.value)
             if owner is not None and owner.where != "scalar" and node.attr in TENSOR_ATTRIBUTES:
                 return owner
+        return None
+
+    def _other_branch(self, name: str, value: ast.AST, use: ast.AST) -> ast.expr | None:
+        """The value the other branch of an ``if``/``else`` gives ``name``, where both bind it and ``use`` follows.
+
+        The latest binding before ``use`` is the ``else:`` one; the ``if`` branch's binding reaches ``use`` as well.
+        """
+        assign = self.ctx.parent(value)
+        if not isinstance(assign, ast.Assign) or not any(dotted(t) == name for t in assign.targets):
+            return None
+        branch = self.ctx.parent(assign)
+        if not isinstance(branch, ast.If) or assign not in branch.orelse or use in set(ast.walk(branch)):
+            return None
+        for stmt in reversed(branch.body):
+            if isinstance(stmt, ast.Assign) and any(dotted(t) == name for t in stmt.targets):
+                return stmt.value
         return None
 
     def _item(self, value: ast.AST, index: int) -> Dev | None:
