@@ -255,6 +255,22 @@ def test_copy_into_a_cpu_tensor_and_assigning_grads() -> None:
     assert (False, [1.0, 1.0], CUDA0) == (is_pretend(host), host.tolist(), weight.grad.device)
 
 
+def test_resize_as_takes_a_template_on_another_device_as_cuda_pytorch_does() -> None:
+    # WassersteinGAN: `input.resize_as_(real_cpu).copy_(real_cpu)`; resize_as_ reads only the template's sizes
+    with pretend_cuda():
+        buffer = torch.empty(2).cuda()
+        batch = torch.ones(3, 4)
+        buffer.resize_as_(batch).copy_(batch)
+        host = torch.empty(1)
+        host.resize_as_(torch.ones(2, 2, device="cuda"))
+    assert (CUDA0, (3, 4), [1.0] * 4, (2, 2)) == (
+        buffer.device,
+        tuple(buffer.shape),
+        real_tensor(buffer)[0].tolist(),
+        tuple(host.shape),
+    )
+
+
 def test_conv_input_on_other_device_words_it_as_pytorch_does() -> None:
     with pretend_cuda():
         conv = nn.Conv2d(1, 1, 3).cuda()

@@ -38,7 +38,9 @@ Tensor = torch.Tensor
 #: the ``*_as`` methods that only read the other tensor's size.
 MIXING_ALLOWED = frozenset(
     getattr(Tensor, name)
-    for name in "to copy_ type_as __getitem__ __setitem__ set_ new_tensor expand_as view_as reshape_as".split()
+    for name in """
+    to copy_ type_as __getitem__ __setitem__ set_ new_tensor expand_as view_as reshape_as resize_as_
+    """.split()
 ) | {
     torch._has_compatible_shallow_copy_type,  # Module.to asks it before swapping a parameter's data
     Tensor.module_load,  # load_state_dict's copy into a parameter when parameters are swapped, not copied into

@@ -29,7 +29,13 @@ _INDEX_OPS = frozenset(
         torch.ops.aten._index_put_impl_.default,
     }
 )
-_CROSS_DEVICE_OPS = _INDEX_OPS | {torch.ops.aten.copy_.default, torch.ops.aten._to_copy.default}
+#: ``resize_as_`` reads only the template's sizes: CUDA PyTorch runs ``gpu.resize_as_(cpu)`` (WassersteinGAN's
+#: ``input.resize_as_(real_cpu).copy_(real_cpu)``).
+_CROSS_DEVICE_OPS = _INDEX_OPS | {
+    torch.ops.aten.copy_.default,
+    torch.ops.aten._to_copy.default,
+    torch.ops.aten.resize_as_.default,
+}
 #: Ops whose CUDA kernel wants every input on one device, a 0-dim CPU tensor included: ``cat`` (pytorch#35053), and
 #: ``stack``, which dispatches to it.
 _SAME_DEVICE_OPS = frozenset({torch.ops.aten.cat, torch.ops.aten.stack})
