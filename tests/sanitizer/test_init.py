@@ -182,6 +182,23 @@ def test_module_cuda_without_cuda_is_reported_at_the_users_line():
     assert f"test_init.py:{line}: `model.cuda()`" in str(caught.value)
 
 
+def test_load_onto_an_unavailable_device_is_reported_at_the_users_line(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    path = tmp_path / "model.pt"
+    torch.save({"w": torch.ones(2)}, path)
+    device = torch.device("cuda")  # MAML's test script with its availability check left out
+    no_cuda = r"torch\.load\(map_location=\.\.\.\) .*no cuda"
+    with pytest.raises(ferry.DeviceError, match=no_cuda) as caught, ferry.sanitize():
+        torch.load(path, map_location=device)
+    line = test_load_onto_an_unavailable_device_is_reported_at_the_users_line.__code__.co_firstlineno + 8
+    assert f"test_init.py:{line}: `torch.load(path, map_location=device)`" in str(caught.value)
+    with ferry.sanitize() as report:
+        assert [1.0, 1.0] == torch.load(path, map_location="cpu")["w"].tolist()
+        assert [1.0, 1.0] == torch.load(path, map_location={"cuda:0": "cpu"})["w"].tolist()
+    assert [] == report.findings
+
+
 def test_no_mode_is_installed_when_not_enabled():
     assert 0 == torch._C._len_torch_function_stack()
     with ferry.sanitize():

@@ -217,7 +217,7 @@ class SanitizerMode(TorchFunctionMode):
                 caller,
             )
 
-    def _check_available(self, target: Any, func: Any) -> None:
+    def _check_available(self, target: Any, func: Any, name: str | None = None) -> None:
         if isinstance(target, int):
             return  # a bare index means the current accelerator; torch reports a bad one itself
         try:
@@ -231,7 +231,7 @@ class SanitizerMode(TorchFunctionMode):
             return
         where = source_line(frame)
         message = (
-            f"{_op(func)} asks for device {str(target)!r} at {where.described()}, but this machine has no "
+            f"{name or _op(func)} asks for device {str(target)!r} at {where.described()}, but this machine has no "
             f"{device_type} (torch.{device_type}.is_available() is False). Choose the device at run time: "
             f"`device = ferry.pick_device()`, and inside a forward follow the input: `device=x.device`."
         )

@@ -70,6 +70,13 @@ class Patches:
             mode.init_watch.emptied(self)
             return result
 
+        load = torch.load
+
+        def checked_load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(map_location, str | torch.device):  # `map_location=device` chosen as "cuda" on a CPU
+                mode._check_available(map_location, load, "torch.load(map_location=...)")
+            return load(f, map_location, *args, **kwargs)
+
         module_cpu, module_to = nn.Module.cpu, nn.Module.to
 
         def watched_cpu(self: nn.Module) -> nn.Module:
@@ -88,6 +95,7 @@ class Patches:
         self._replace(nn.Module, "to", watched_to)
         self._replace(nn.Module, "to_empty", checked_to_empty)
         self._replace(torch, "from_numpy", checked_from_numpy)
+        self._replace(torch, "load", checked_load)
         self._replace(nn.Module, "load_state_dict", checked_load_state_dict)
         self._replace(nn.Module, "train", checked_train)
 
