@@ -474,6 +474,19 @@ def _stacked(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
 _READ_ONLY_CALLS = frozenset({"copy.deepcopy", "copy.copy", "torch.save", "pickle.dump", "pickle.dumps"})
 
 
+def _torch_reads(full: str) -> bool:
+    """Whether the torch function ``full`` only reads the tensors and modules it is given.
+
+    ``torch.matmul(rewards, self.n_step_scaling)``, ``F.relu(x)``: no torch function moves its argument. Not the
+    classes of ``torch.nn`` (``nn.DataParallel(self.model)`` keeps the module, and a move of the wrapper moves it),
+    nor ``torch.compile``.
+    """
+    if not full.startswith("torch.") or full == "torch.compile":
+        return False
+    last = full.rsplit(".", 1)[-1]
+    return not (full.startswith("torch.nn.") and last[:1].isupper())
+
+
 def _instance_uses(
     cls: ast.ClassDef,
     init: ast.AST,
@@ -515,7 +528,7 @@ def _instance_uses(
                         handled.add(owner.attr)
                 if isinstance(func, ast.Name) and func.id in HARMLESS_READS:
                     continue  # `len(self.data)`
-                if ctx.call_name(node) in _READ_ONLY_CALLS:
+                if ctx.call_name(node) in _READ_ONLY_CALLS or _torch_reads(ctx.call_name(node) or ""):
                     continue  # `self.actor_target = copy.deepcopy(self.actor)` in TD3's `load`: a copy, read only
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
                     if isinstance(arg, ast.Name) and arg.id == "self":
@@ -1404,21 +1417,21 @@ class _Flow(CallsMixin):
 
         As the scope that builds it had them (``trainer = Trainer(model, dataset)`` in ``main``: ``main``'s
         ``model``), where that scope was read first (and the values agree over its readings), else read with the
-        module's globals; nothing when the class is built more than once or with ``*args``.
+        module's globals. Built more than once: what every construction agrees on; nothing with ``*args``.
         """
         sites = [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == cls.name]
-        if len(sites) != 1:
-            return {}
-        site = sites[0]
-        if any(isinstance(a, ast.Starred) for a in site.args) or any(k.arg is None for k in site.keywords):
+        if not sites or len(sites) > _MAX_CONTEXTS:
             return {}
         names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after `self`
-        readings = self.constructions.get(site)
-        if not readings:
-            reader.env = dict(self.seeds or {})
-            args = [reader.ev(arg) for arg in site.args]
-            kwargs = {k.arg: reader.ev(k.value) for k in site.keywords}
-            readings = [(args, kwargs)]
+        readings: list[tuple[list[Val], dict[str | None, Val]]] = []
+        for site in sites:  # several constructions: the values they agree on (Rainbow's two replay memories)
+            if any(isinstance(a, ast.Starred) for a in site.args) or any(k.arg is None for k in site.keywords):
+                return {}
+            read = self.constructions.get(site)
+            if not read:
+                reader.env = dict(self.seeds or {})
+                read = [([reader.ev(arg) for arg in site.args], {k.arg: reader.ev(k.value) for k in site.keywords})]
+            readings.extend(read)
         agreed: dict[str, Val] = {}
         named = {*names, *(a.arg for a in init.args.kwonlyargs)}
         for i, (args, kwargs) in enumerate(readings):
@@ -2006,6 +2019,12 @@ class _Flow(CallsMixin):
                 or index.what == "seq"
                 or (index.what in TENSORISH and not index.scalar)
                 or self._numpy_indices(node.slice)
+                or any(  # `log_ps[range(batch_size), actions]`: advanced indexing gives a tensor, not a scalar
+                    (item.what == "seq" or (item.what in TENSORISH and not item.scalar))
+                    or (isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in ("range", "list"))
+                    or isinstance(e, ast.List | ast.ListComp)
+                    for item, e in indices
+                )
             )
             parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             dropped = sum(
