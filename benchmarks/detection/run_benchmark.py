@@ -161,6 +161,11 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("speech_commands_vgg.py", "FRY009", 293): "checkpoint of the DataParallel model's state_dict (module. keys)",
     ("speech_commands_vgg.py", "FRY004", 298): "torch.save(model, ...) of the whole model",
     ("speech_commands_vgg.py", "FRY004", 302): "torch.save(model, ...) of the whole model",
+    # seen once parameters take the module every call passes: state_dicts of a model that the
+    # program wraps in DataParallel (LTSF-Linear's EarlyStopping under --use_multi_gpu, real-nvp's test checkpoint)
+    ("dlinear_ltsf.py", "FRY009", 81): "EarlyStopping saves the DataParallel model's state_dict (module. keys)",
+    ("realnvp_cifar.py", "FRY009", 691): "test() saves the DataParallel net's state_dict (module. keys)",
+    ("dilated_rnn_tasks.py", "FRY004", 405): "save(model) helper: torch.save(model, 'model.pt') of the whole model",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

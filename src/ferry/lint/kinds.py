@@ -500,6 +500,11 @@ class KindInference:
         """The kind of the dotted ``name`` as used at node ``at``."""
         if name.startswith("self.") and name.count(".") == 1:
             cls = self.ctx.enclosing_class(at)
+            for _ in range(4):  # a base class of the file sets it (`Exp_Basic.__init__` for `Exp_Main`)
+                if cls is None or name in self.self_attributes.get(cls.name, {}):
+                    break
+                bases = [_dotted(b) for b in cls.bases if _dotted(b) != "object"]
+                cls = self.classes.get(bases[0] or "") if len(bases) == 1 else None
             if cls is not None and name in self.self_attributes.get(cls.name, {}):
                 sources = self.self_attributes[cls.name][name]
                 # `self.actions = self.actions.long()`: a conversion of the attribute keeps what it is
@@ -594,7 +599,7 @@ class KindInference:
         return None
 
     def _passed_kind(self, func: ast.FunctionDef | ast.AsyncFunctionDef, name: str, index: int | None) -> Kind | None:
-        """An instance of a class of the file that every call of ``func`` passes as its parameter ``name``.
+        """An instance of a class of the file, or a module, that every call of ``func`` passes as parameter ``name``.
 
         ``dqn.learn(mem)`` with ``mem = ReplayMemory(...)``: inside ``learn``, ``mem.sample(...)`` is that class's
         method. Only where ``func``'s name is its own in the file (one function or method of that name, no
@@ -620,7 +625,7 @@ class KindInference:
                     break
                 kinds.append(self.infer(arg))
             kind = self._agree(kinds)
-            found = kind if kind is not None and kind.name == "instance" else None
+            found = kind if kind is not None and (kind.name == "instance" or kind.is_module) else None
         self._passed[key] = found
         return found
 
@@ -632,10 +637,20 @@ class KindInference:
         return known
 
     def _find_calls(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[ast.Call, int]]:
-        if func.decorator_list or len(self.functions.get(func.name, [])) != 1 or func.name.startswith("__"):
-            return []
         cls = self.ctx.enclosing_class(func)
         method = cls is not None and func in cls.body
+        if method and cls is not None and func.name == "__call__" and not func.decorator_list:
+            # `early_stopping(val_loss, model, path)`: calls of an instance of the class
+            return [
+                (call, 1)
+                for call in self.ctx.nodes(ast.Call)
+                if isinstance(call.func, ast.Name)
+                and (held := self.infer(call.func)) is not None
+                and held.name == "instance"
+                and held.cls == cls.name
+            ]
+        if func.decorator_list or len(self.functions.get(func.name, [])) != 1 or func.name.startswith("__"):
+            return []
         if method and func.name in self.classes:
             return []
         found: list[tuple[ast.Call, int]] = []
