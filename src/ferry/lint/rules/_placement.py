@@ -474,6 +474,30 @@ def _stacked(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
 _READ_ONLY_CALLS = frozenset({"copy.deepcopy", "copy.copy", "torch.save", "pickle.dump", "pickle.dumps"})
 
 
+def _made_in(init: ast.AST) -> dict[str, set[str]]:
+    """``self.<attr> = <value>`` statements of ``init``: attribute -> the values' dumps."""
+    made: dict[str, set[str]] = {}
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Attribute) and dotted(target.value) == "self":
+                made.setdefault(target.attr, set()).add(ast.dump(node.value))
+    return made
+
+
+def _made_again(ctx: FileContext, store: ast.Attribute, made: dict[str, set[str]]) -> bool:
+    """Whether ``self.<attr> = <value>`` makes the attribute again exactly as ``__init__`` does.
+
+    TD3's ``load``: ``self.actor_target = copy.deepcopy(self.actor)``, as in ``__init__``: the same place again.
+    """
+    assign = ctx.parent(store)
+    return (
+        isinstance(assign, ast.Assign)
+        and assign.targets == [store]
+        and ast.dump(assign.value) in made.get(store.attr, set())
+    )
+
+
 def _torch_reads(full: str) -> bool:
     """Whether the torch function ``full`` only reads the tensors and modules it is given.
 
@@ -509,6 +533,7 @@ def _instance_uses(
     rebound: set[str] = set()
     handled: set[str] = set()
     everything = False
+    made = _made_in(init)
     for method in cls.body:
         if (
             method is init
@@ -518,8 +543,8 @@ def _instance_uses(
             continue
         for node in ast.walk(method):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-                if isinstance(node.ctx, ast.Store):  # `del self.x` gives it no other value: a read then fails
-                    rebound.add(node.attr)
+                if isinstance(node.ctx, ast.Store) and not _made_again(ctx, node, made):
+                    rebound.add(node.attr)  # `del self.x` gives it no other value: a read then fails
             elif isinstance(node, ast.Call):
                 func = node.func
                 if isinstance(func, ast.Attribute) and _changing(node):
