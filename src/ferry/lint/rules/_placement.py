@@ -781,10 +781,10 @@ class _Flow(CallsMixin):
                 # the names it sets up are followed in it; its other `global` names are not
                 self._scope(func, func.body, params, frozenset(declared.get(func, set()) - setups.get(func, set())))
                 for name in setups.get(func, ()):
-                    val = self.env.get(name)
-                    set_up[name] = val if name not in set_up or val is None else join(set_up[name], val, None)
+                    val = self.env.get(name, UNKNOWN)  # not bound on this reading: not known
+                    set_up[name] = val if name not in set_up else join(set_up[name], val, None)
             done.add(func)
-            set_up = {k: v for k, v in set_up.items() if v is not None and _seedable(v)}
+            set_up = {k: v for k, v in set_up.items() if _seedable(v)}
         self._mixed_containers()
         return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
 
