@@ -892,3 +892,32 @@ def test_a_cpu_tensor_made_from_a_forward_factory_and_returned_is_reported_at_th
         Outer().cuda()(torch.randn(2, 4, device="cuda"))
     line = Head.forward.__code__.co_firstlineno + 1
     assert [("device-less-tensor-in-forward", line)] == [(f.kind, f.where.line) for f in report.findings]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="pretend GPUs are for a machine without CUDA")
+def test_a_cpu_tensor_returned_in_a_list_or_only_cast_is_reported():
+    # a list literal is no indexing, and `.to(dtype)` is no move: each returns a CPU tensor beside the outputs
+    class Listed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x):
+            pos = torch.arange(x.shape[0])
+            return [self.lin(x), pos]
+
+    class Cast(Listed):
+        def forward(self, x):
+            mask = torch.ones(x.shape[0], 8)
+            mask = mask.to(x.dtype)
+            return self.lin(x), mask, torch.zeros(x.shape[0]).to(torch.float16)
+
+    lines = []
+    for model in (Listed(), Cast()):
+        with ferry.sanitize(pretend="cuda") as report, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.cuda()(torch.randn(4, 8, device="cuda"))
+        lines.append(sorted(f.where.line for f in report.findings if f.kind == "device-less-tensor-in-forward"))
+    first = Listed.forward.__code__.co_firstlineno
+    cast = Cast.forward.__code__.co_firstlineno
+    assert [[first + 1], [cast + 1, cast + 3]] == lines

@@ -8,9 +8,7 @@ frames, names and messages are only worked out once something is wrong.
 
 from __future__ import annotations
 
-import linecache
 import os
-import re
 import sys
 import weakref
 from collections import deque
@@ -479,10 +477,6 @@ class SanitizerMode(TorchFunctionMode):
         own = self.modules.parameter_device()
         if own is None or own.type == "cpu":
             return
-        if _moved_where_made(func, where.text) or _moved_further_down(frame, where):
-            return  # `torch.arange(n).to(x.device)`: moved where it is made, as `ferry lint` (FRY005) lets pass
-        if not (result.is_floating_point() or result.is_complex()) and _index_only(frame, where):
-            return  # DLRM's `li = torch.tensor([...])` then `Z[:, li, lj]`: CPU indices into a GPU tensor work
         path = self.modules.path()
         module = f"`{path}`" if path else type(self.modules.current).__name__
         layer = _layer_being_built()
@@ -503,8 +497,10 @@ class SanitizerMode(TorchFunctionMode):
             f"the module's tensors. Create it on the input's device: `{there}`."
         )
         # reported when it (or a CPU tensor made from it) meets the module's tensors or leaves the outermost forward;
-        # not when it is moved on its way (GIN's `torch.ones` values of a sparse matrix that is then moved), nor when
-        # it stays on the host side only, which a GPU runs as well
+        # not when it is moved on its way (`torch.arange(n).to(x.device)`, PointNet's `iden = iden.cuda()` further
+        # down, GIN's `torch.ones` values of a sparse matrix that is then moved), nor when it stays on the host side
+        # (DLRM's CPU index tensors into a GPU tensor, `.tolist()`), which a GPU runs as well; a `.to(dtype)` on the
+        # way is no move
         key = id(result)
         self.waiting[key] = _Waiting(where, message, frame, len(self.modules.stack))
         self.derived[key] = (weakref.ref(result), frozenset({key}))
@@ -605,59 +601,6 @@ _MAX_DERIVED = 256
 _GRAD_SCALER = os.path.join("amp", "grad_scaler.py")
 #: Factories with no ``device=`` argument: the fix moves their tensor.
 _NO_DEVICE = frozenset({"torch.from_numpy", "torch.frombuffer", "from_numpy", "frombuffer"})
-#: ``name = name.cuda()``, ``name = name.to(x.device)``, ``name = name.type_as(x)`` and the like, for a name.
-_MOVE_OF = r"^\s*{name}\s*=\s*{name}\b.*\.(to|cuda|type_as)\("
-
-
-def _moved_further_down(frame: FrameType, where: SourceLine) -> bool:
-    """Whether the function running ``frame`` moves the name that line ``where`` binds, further down.
-
-    PointNet's ``iden = torch.from_numpy(...)`` then ``if x.is_cuda: iden = iden.cuda()``: the tensor reaches the
-    device before it meets the module's tensors; a real GPU runs it (at the cost of a copy per call, as a move on
-    the line itself does).
-    """
-    bound = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", where.text)
-    if bound is None:
-        return False
-    name = re.escape(bound.group(1))
-    code = frame.f_code
-    last = max((line for _, _, line in code.co_lines() if line is not None), default=where.line)
-    pattern = re.compile(_MOVE_OF.format(name=name))
-    for number in range(where.line + 1, last + 1):
-        if pattern.search(linecache.getline(where.file, number, frame.f_globals)):
-            return True
-    return False
-
-
-def _index_only(frame: FrameType, where: SourceLine) -> bool:
-    """Whether the name that line ``where`` binds is used only inside ``[...]`` further down its function.
-
-    CPU integer tensors index GPU tensors (``Z[:, li, lj]``), as ``ferry lint`` (FRY005) lets pass.
-    """
-    bound = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", where.text)
-    if bound is None:
-        return False
-    name = bound.group(1)
-    uses = re.compile(rf"\b{re.escape(name)}\b")
-    code = frame.f_code
-    last = max((line for _, _, line in code.co_lines() if line is not None), default=where.line)
-    seen = False
-    for number in range(where.line + 1, last + 1):
-        text = linecache.getline(where.file, number, frame.f_globals).split("#", 1)[0]
-        for match in uses.finditer(text):
-            depth = text[: match.start()].count("[") - text[: match.start()].count("]")
-            if depth <= 0 or re.match(r"\s*=[^=]", text[match.end() :]):
-                return False  # used outside brackets, or bound again
-            seen = True
-    return seen
-
-
-def _moved_where_made(func: Any, text: str) -> bool:
-    """Whether the line that called the factory ``func`` moves its result at once: ``torch.zeros(n).to(x.device)``."""
-    name = getattr(func, "__name__", "")
-    if not name or not text:
-        return False
-    return re.search(rf"\b{re.escape(name)}\(.*\)\s*\.(to|cuda|type_as)\(", text) is not None
 
 
 def _layer_being_built() -> str | None:
