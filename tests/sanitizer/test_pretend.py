@@ -7,6 +7,7 @@ import io
 import runpy
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -269,6 +270,22 @@ def test_resize_as_takes_a_template_on_another_device_as_cuda_pytorch_does() -> 
         real_tensor(buffer)[0].tolist(),
         tuple(host.shape),
     )
+
+
+def test_products_with_a_sparse_operand_run_on_the_pretend_gpu_as_on_cuda() -> None:
+    # `torch.sparse.mm(adj, x)` and `adj @ x` add into zeros made with the dense operand's options, CPU ones here
+    n = 4
+    index = torch.arange(n)
+    with pretend_cuda(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's note on sparse invariant checks
+        adj = torch.sparse_coo_tensor(torch.stack([index, index]), torch.ones(n), (n, n)).to("cuda")
+        x = torch.randn(n, 8, device="cuda", requires_grad=True)
+        outputs = [torch.sparse.mm(adj, x), adj @ x, torch.mm(adj, x), adj.mm(x), torch.matmul(adj, x)]
+        sum(o.sum() for o in outputs).backward()
+        with pytest.raises(RuntimeError, match="cuda:0 and cpu"):
+            torch.sparse.mm(adj, torch.randn(n, 8))  # the caller's own CPU operand still fails, as on a GPU
+    assert [CUDA0] * 6 == [o.device for o in outputs] + [x.grad.device]
+    assert torch.equal(real_tensor(outputs[0]), real_tensor(x).detach())
 
 
 def test_conv_input_on_other_device_words_it_as_pytorch_does() -> None:

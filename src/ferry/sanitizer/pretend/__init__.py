@@ -508,6 +508,10 @@ class _PretendMode(TorchFunctionMode):
         # composite ops that make temporaries of their own on their input's device (on the CPU here)
         for composite in _COMPOSITES:
             self.handlers[composite] = self._composite(composite)
+        # products with a sparse operand: `torch.sparse.mm(adj, x)`, `adj @ x` add into zeros made with the dense
+        # operand's options (on the CPU here)
+        for product in _SPARSE_PRODUCTS:
+            self.handlers[product] = self._sparse_product(product, self.handlers.get(product))
         # unpacking a packed sequence builds the padded output with its input's options, then copies into it
         self.handlers[torch._pad_packed_sequence] = self._unpacking(torch._pad_packed_sequence)
         self.handlers[torch._pack_padded_sequence] = self._packing(torch._pack_padded_sequence)
@@ -573,6 +577,18 @@ class _PretendMode(TorchFunctionMode):
             result_device(None, tree_flatten((given, kwargs))[0])  # the caller's tensors must agree, as on a GPU
             with own_temporaries(), _without_onednn():
                 return self._call(func, args, kwargs)
+
+        return call
+
+    def _sparse_product(self, func: Callable[..., Any], handler: Callable[..., Any] | None) -> Callable[..., Any]:
+        composite = self._composite(func)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if any(isinstance(a, torch.Tensor) and a.layout != torch.strided for a in args[:2]):
+                return composite(*args, **kwargs)
+            if handler is not None:
+                return handler(*args, **kwargs)
+            return self._call(func, args, kwargs)
 
         return call
 
@@ -723,6 +739,15 @@ def _compatible_shallow_copy_type(original: Callable[[torch.Tensor, torch.Tensor
     return compatible
 
 
+#: Products that take a sparse operand: run as composites (see ``_COMPOSITES``) when one of the two is sparse.
+_SPARSE_PRODUCTS: tuple[Callable[..., Any], ...] = (
+    torch.sparse.mm,
+    torch.mm,
+    torch.matmul,
+    torch.Tensor.mm,
+    torch.Tensor.matmul,
+    torch.Tensor.__matmul__,
+)
 #: Composite ops whose C++ code makes temporaries with its input's options (masks, workspaces), or whose CPU kernel
 #: (oneDNN's RNN layer) keeps state a wrapper cannot carry through autograd: they run with those temporaries taking
 #: the device of their inputs, and without oneDNN.
