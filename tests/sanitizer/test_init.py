@@ -193,6 +193,7 @@ def test_load_onto_an_unavailable_device_is_reported_at_the_users_line(tmp_path)
         torch.load(path, map_location=device)
     line = test_load_onto_an_unavailable_device_is_reported_at_the_users_line.__code__.co_firstlineno + 8
     assert f"test_init.py:{line}: `torch.load(path, map_location=device)`" in str(caught.value)
+    assert "`torch.load(f, map_location=ferry.pick_device())`" in str(caught.value)
     with ferry.sanitize() as report:
         assert [1.0, 1.0] == torch.load(path, map_location="cpu")["w"].tolist()
         assert [1.0, 1.0] == torch.load(path, map_location={"cuda:0": "cpu"})["w"].tolist()

@@ -231,7 +231,11 @@ class SanitizerMode(TorchFunctionMode):
         message = (
             f"{name or _op(func)} asks for device {str(target)!r} at {where.described()}, but this machine has no "
             f"{device_type} (torch.{device_type}.is_available() is False). Choose the device at run time: "
-            f"`device = ferry.pick_device()`, and inside a forward follow the input: `device=x.device`."
+            + (
+                '`torch.load(f, map_location=ferry.pick_device())`, or `map_location="cpu"` to load onto the host.'
+                if func is torch.load or (name or "").startswith("torch.load")
+                else "`device = ferry.pick_device()`, and inside a forward follow the input: `device=x.device`."
+            )
         )
         error = DeviceError(message, requested=str(target), available=[str(d) for d in _AVAILABLE])
         self.emit("hardcoded-cuda-device", where, message, error, frame)
