@@ -496,16 +496,22 @@ class KindInference:
                         evidence = evidence or bool(verdict)
         return True if evidence else None
 
+    def class_chain(self, cls: ast.ClassDef | None) -> list[ast.ClassDef]:
+        """``cls`` and its base classes defined in this file, nearest first (single inheritance, a few levels)."""
+        chain: list[ast.ClassDef] = []
+        while cls is not None and cls not in chain and len(chain) < 5:
+            chain.append(cls)
+            bases = [_dotted(b) for b in cls.bases if _dotted(b) != "object"]
+            cls = self.classes.get(bases[0] or "") if len(bases) == 1 else None
+        return chain
+
     def lookup(self, name: str, at: ast.AST) -> Kind | None:
         """The kind of the dotted ``name`` as used at node ``at``."""
         if name.startswith("self.") and name.count(".") == 1:
-            cls = self.ctx.enclosing_class(at)
-            for _ in range(4):  # a base class of the file sets it (`Exp_Basic.__init__` for `Exp_Main`)
-                if cls is None or name in self.self_attributes.get(cls.name, {}):
-                    break
-                bases = [_dotted(b) for b in cls.bases if _dotted(b) != "object"]
-                cls = self.classes.get(bases[0] or "") if len(bases) == 1 else None
-            if cls is not None and name in self.self_attributes.get(cls.name, {}):
+            # the class's own attribute, or one a base class of the file sets (`Exp_Basic.__init__` for `Exp_Main`)
+            chain = self.class_chain(self.ctx.enclosing_class(at))
+            cls = next((c for c in chain if name in self.self_attributes.get(c.name, {})), None)
+            if cls is not None:
                 sources = self.self_attributes[cls.name][name]
                 # `self.actions = self.actions.long()`: a conversion of the attribute keeps what it is
                 made = [s for s in sources if not _converts_itself(s, name)]

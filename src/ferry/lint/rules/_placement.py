@@ -1408,15 +1408,10 @@ class _Flow(CallsMixin):
         LTSF-Linear's ``Exp_Main(Exp_Basic)`` has none of its own; ``Exp_Basic.__init__`` sets ``self.device`` and
         ``self.model`` for the subclass's ``train`` and ``test``. Single inheritance only.
         """
-        current: ast.ClassDef | None = cls
-        for _ in range(5):
-            if current is None:
-                return None
+        for current in self.ctx.kinds.class_chain(cls):
             own = next((s for s in current.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
             if own is not None:
                 return own
-            bases = [dotted(b) for b in current.bases if dotted(b) != "object"]
-            current = self.ctx.kinds.classes.get(bases[0] or "") if len(bases) == 1 else None
         return None
 
     def _plain_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
@@ -2394,14 +2389,9 @@ class _Flow(CallsMixin):
         """Whether code in ``scope`` can write the dotted ``name`` (``self.device`` only in its own class)."""
         root, _, rest = name.partition(".")
         if root == "self" and rest:
-            cls = self.ctx.enclosing_class(scope)
-            held = False
-            for _ in range(5):  # the class's own attributes, or a base class's of the file
-                if cls is None or held:
-                    break
-                held = f"self.{rest.split('.')[0]}" in self.ctx.kinds.self_attributes.get(cls.name, {})
-                bases = [dotted(b) for b in cls.bases if dotted(b) != "object"]
-                cls = self.ctx.kinds.classes.get(bases[0] or "") if len(bases) == 1 else None
+            attr = f"self.{rest.split('.')[0]}"  # the class's own attribute, or a base class's of the file
+            chain = self.ctx.kinds.class_chain(self.ctx.enclosing_class(scope))
+            held = any(attr in self.ctx.kinds.self_attributes.get(c.name, {}) for c in chain)
             return held and bool(scope.args.args) and scope.args.args[0].arg == "self"
         return root in bound_names(scope) or root in self._module_names()
 
