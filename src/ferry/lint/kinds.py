@@ -234,6 +234,8 @@ class KindInference:
         self._passed: dict[tuple[ast.AST, str], Kind | None] = {}
         self._call_sites: dict[ast.AST, list[tuple[ast.Call, int]]] = {}
         self._scope_cache: dict[ast.AST, ast.AST] = {}
+        #: an empty list literal bound to a name (``graphs = []``) -> that name, for what its appends add
+        self._filled: dict[ast.AST, str] = {}
         self._collect()
 
     # -- collecting bindings ----------------------------------------------------------------------------------
@@ -279,6 +281,8 @@ class KindInference:
         ctx = self.ctx
         for node in ctx.nodes(ast.Assign):
             for target in node.targets:
+                if isinstance(target, ast.Name) and isinstance(node.value, ast.List) and not node.value.elts:
+                    self._filled[node.value] = target.id  # `graphs = []`, then `graphs.append(g)`
                 self._bind(target, ("expr", node.value), _pos(node, end=True))
         for annotated in ctx.nodes(ast.AnnAssign):
             if annotated.value is not None:
@@ -604,6 +608,34 @@ class KindInference:
             return OPTIMIZER
         return None
 
+    def _filled_kind(self, literal: ast.List, name: str) -> Kind:
+        """``graphs = []`` filled by ``graphs.append(g)``/``graphs.extend(...)`` in the same scope: their agreed kind.
+
+        A list of instances of a class of the file, of tensors or of modules, as the scope's appends make it; no
+        element kind when they disagree or nothing is appended.
+        """
+        scope = self.scope_of(literal)
+        kinds: list[Kind | None] = []
+        for call in self.ctx.nodes(ast.Call):
+            func = call.func
+            if not (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == name
+                and func.attr in ("append", "extend", "insert")
+                and self.scope_of(call) is scope
+            ):
+                continue
+            if func.attr == "append" and len(call.args) == 1:
+                kinds.append(self.infer(call.args[0]))
+            elif func.attr == "extend" and len(call.args) == 1:
+                kinds.append(self.element(call.args[0]))
+            elif func.attr == "insert" and len(call.args) == 2:
+                kinds.append(self.infer(call.args[1]))
+            else:
+                kinds.append(None)
+        return Kind("seq", element=self._agree(kinds)) if kinds else Kind("seq")
+
     def _passed_kind(self, func: ast.FunctionDef | ast.AsyncFunctionDef, name: str, index: int | None) -> Kind | None:
         """An instance of a class of the file, or a module, that every call of ``func`` passes as parameter ``name``.
 
@@ -764,6 +796,8 @@ class KindInference:
             return Kind(
                 "tuple", items=tuple(self.infer(e) if not isinstance(e, ast.Starred) else None for e in node.elts)
             )
+        if isinstance(node, ast.List) and not node.elts and node in self._filled:
+            return self._filled_kind(node, self._filled[node])
         if isinstance(node, ast.List | ast.Set):
             kinds = [self.infer(e) for e in node.elts]
             return Kind("seq", element=self._agree(kinds)) if kinds else Kind("seq")

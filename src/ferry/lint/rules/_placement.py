@@ -703,6 +703,7 @@ class _Flow(CallsMixin):
         self._globals: set[str] | None = None
         self._handled: set[str] | None = None
         self._instances: dict[ast.ClassDef, tuple[int, dict[str, Val]]] = {}
+        self._host_attributes: dict[tuple[ast.ClassDef, str], Val | None] = {}
         self._module_bound: set[str] | None = None
         self.later_pass = 0  # reading a loop's body as its second pass sees it (see `_second_pass`)
         self._loops: list[ast.stmt] = []
@@ -1963,7 +1964,7 @@ class _Flow(CallsMixin):
             return Val("module", params=False, loss=True)  # a loss function of the file, passed on as a value
         if isinstance(node, ast.Attribute):
             owner = self.ev(node.value)
-            if owner.what == "unknown" and (kept := self._instance_device(node)) is not None:
+            if owner.what == "unknown" and (kept := self._instance_value(node)) is not None:
                 return kept
             if owner.what in (*TENSORISH, "any", "module") and node.attr == "device":
                 return Val("device", owner.where, dev=self.segment(node))
@@ -1973,6 +1974,21 @@ class _Flow(CallsMixin):
                 if owner.what == "output" or node.attr in SAME_DEVICE_ATTRIBUTES:
                     return replace(owner, what=owner.what if owner.what == "output" else "tensor")
         return UNKNOWN
+
+    def _instance_value(self, node: ast.Attribute) -> Val | None:
+        """``runner.root_device`` or ``graph.node_features`` of an instance of a plain class of the file.
+
+        A device its ``__init__`` keeps and no method rebinds (see :meth:`instance_attributes`), or a tensor on the
+        host that every assignment of that attribute in the file makes (see :meth:`_host_attribute`).
+        """
+        kept = self._instance_device(node)
+        if kept is not None or dotted(node.value) == "self":
+            return kept
+        kind = self.ctx.kind(node.value)
+        cls = (
+            self.ctx.kinds.classes.get(kind.cls) if kind is not None and kind.name == "instance" and kind.cls else None
+        )
+        return self._host_attribute(cls, node.attr) if cls is not None else None
 
     def _instance_device(self, node: ast.Attribute) -> Val | None:
         """``runner.root_device`` of an instance of a plain class of the file: the device its ``__init__`` keeps.
@@ -1987,6 +2003,78 @@ class _Flow(CallsMixin):
             return None
         val = self.instance_attributes(cls).get(f"self.{node.attr}")
         return replace(val, origin=None, name=None) if val is not None and val.what == "device" else None
+
+    def _host_attribute(self, cls: ast.ClassDef, attr: str) -> Val | None:
+        """A tensor on the host that attribute ``attr`` of every instance of plain class ``cls`` holds.
+
+        GIN's graphs: ``self.node_features = 0`` in ``S2VGraph.__init__``, then ``g.node_features =
+        torch.zeros(...)`` for each graph in ``load_data``. Every assignment of ``<x>.attr`` in the file (on an
+        instance of ``cls``, or on anything whose kind is not known) must make a host tensor (a factory without
+        ``device=``, ``torch.from_numpy``, a legacy typed constructor), or be a ``None``/number placeholder in
+        ``__init__``; no method of the class may rebind, move or hand it on, and the file calls no ``setattr``.
+        """
+        key = (cls, attr)
+        if key in self._host_attributes:
+            return self._host_attributes[key]
+        self._host_attributes[key] = None  # a cycle (`g.x = g.x.to(device)`): not known
+        found: Val | None = None
+        init = self._inherited_init(cls)
+        if init is not None and self._plain_class(cls) and self.depth < 2 and "setattr(" not in self.ctx.source:
+            rebound, handled = _instance_uses(
+                cls,
+                init,
+                self.ctx,
+                self.local_functions,
+                self.reading_method,
+                set(init_helpers(self.ctx, cls, init).values()),
+            )
+            if attr not in rebound and attr not in handled:
+                found = self._stores_on_host(cls, init, attr)
+        self._host_attributes[key] = found
+        return found
+
+    def _stores_on_host(self, cls: ast.ClassDef, init: ast.FunctionDef, attr: str) -> Val | None:
+        kept = self.instance_attributes(cls).get(f"self.{attr}")
+        reader = _Flow(self.ctx)
+        reader.local_functions = self.local_functions
+        reader.seeds = self.seeds
+        reader.depth = self.depth + 1
+        reader.returns = []  # read for its values: reports nothing
+        reader._classes = self._classes
+        reader.constructions = self.constructions
+        reader._host_attributes = self._host_attributes
+        tensors: list[Val] = []
+        assigned = {id(t): n for n in self.ctx.nodes(ast.Assign) for t in n.targets if isinstance(t, ast.Attribute)}
+        for target in self.ctx.nodes(ast.Attribute):
+            if target.attr != attr or not isinstance(target.ctx, ast.Store | ast.Del):
+                continue
+            node = assigned.get(id(target))
+            inside = self.ctx.enclosing_function(target) is init and dotted(target.value) == "self"
+            if not inside and dotted(target.value) == "self":
+                home = self.ctx.enclosing_class(target)
+                if home is not None and cls not in self.ctx.kinds.class_chain(home):
+                    continue  # `self.features = ...` of another class of the file
+                return None  # a method of `cls` or of a subclass sets it: not followed
+            owner = None if inside else self.ctx.kind(target.value)
+            if owner is not None and (owner.name != "instance" or owner.cls != cls.name):
+                continue  # another class's attribute of that name
+            if node is None:
+                return None  # `g.x, g.y = ...`, `del g.x`, a loop target: not followed
+            if inside:
+                if kept is not None and kept.what == "tensor" and kept.where == HOST:
+                    tensors.append(kept)
+                elif not (isinstance(node.value, ast.Constant) and not isinstance(node.value.value, str)):
+                    return None  # neither a tensor on the host nor a `None`/number placeholder
+                continue
+            reader.env = dict(self.seeds or {})
+            val = reader.ev(node.value)
+            if val.what != "tensor" or val.where != HOST:
+                return None
+            tensors.append(val)
+        if not tensors:
+            return None
+        dims = min(v.dims for v in tensors)
+        return Val("tensor", HOST, scalar=any(v.scalar for v in tensors), dims=dims)
 
     def _if_expression(self, node: ast.IfExp, top: bool) -> Val:
         self.ev(node.test)
