@@ -127,6 +127,9 @@ LOADER = Kind("loader", element=BATCH)
 DATASET = Kind("dataset")
 DEVICE = Kind("device")
 NDARRAY = Kind("ndarray")
+
+#: ``numpy.random.<name>`` functions that give no data (they seed, shuffle in place, or make a generator)
+_NOT_RANDOM_DATA = frozenset({"seed", "shuffle", "default_rng", "get_state", "set_state", "get_bit_generator"})
 STATE_DICT = Kind("state_dict")
 LOADED = Kind("loaded")
 
@@ -898,6 +901,8 @@ class KindInference:
                 return TENSOR if not parts[1][:1].isupper() else None
             return None
         if full.startswith(("numpy.", "np.")) and full.rsplit(".", 1)[-1][:1].islower():
+            if full.startswith("numpy.random."):  # `np.random.randn(4)`: host data (an array, or a number)
+                return NDARRAY if full.count(".") == 2 and full.rsplit(".", 1)[-1] not in _NOT_RANDOM_DATA else None
             return NDARRAY if full.count(".") == 1 else None
         if full.startswith("torchvision.models.") and full.rsplit(".", 1)[-1][:1].islower():
             return MODULE

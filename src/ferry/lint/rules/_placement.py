@@ -1899,9 +1899,9 @@ class _Flow(CallsMixin):
                 return Val("device", HOST, dev=repr(value))  # `helper(x, "cpu")`: the parameter is the host
             return STRING if isinstance(value, str) else OTHER
         if isinstance(node, ast.Name | ast.Attribute):
-            return self._name(node)
+            return self._host_data(node, self._name(node))
         if isinstance(node, ast.Call):
-            return self.call(node, top)
+            return self._host_data(node, self.call(node, top))
         if isinstance(node, ast.BinOp):
             return self._arith(node, self.ev(node.left), self.ev(node.right), node.left, node.right)
         if isinstance(node, ast.Compare):
@@ -1952,6 +1952,12 @@ class _Flow(CallsMixin):
             if isinstance(child, ast.expr):
                 self.ev(child)
         return STRING if isinstance(node, ast.JoinedStr) else UNKNOWN
+
+    def _host_data(self, node: ast.expr, val: Val) -> Val:
+        """A value of unknown place that is a NumPy array (``obs = env.reset()`` of a NumPy environment): no tensor."""
+        if val.what == "unknown" and (kind := self.ctx.kind(node)) is not None and kind.name == "ndarray":
+            return OTHER
+        return val
 
     def _name(self, node: ast.Name | ast.Attribute) -> Val:
         name = dotted(node)

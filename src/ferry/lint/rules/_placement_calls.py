@@ -877,7 +877,7 @@ class CallsMixin(DevicesMixin):
             kind = self.ctx.kind(node.args[0])
             if kind is not None and kind.is_tensor:
                 return Val("tensor")
-            data = first.what in ("seq", "tuple", "number") or isinstance(node.args[0], ast.Constant)
+            data = first.what in ("seq", "tuple", "number", "other") or isinstance(node.args[0], ast.Constant)
             if not (data or (kind is not None and kind.name == "ndarray") or name == "tensor"):
                 return Val("tensor")  # `torch.as_tensor(x)` of an unknown `x` may be a device tensor
         return Val("tensor", made_here, scalar=scalar, dims=dims)
