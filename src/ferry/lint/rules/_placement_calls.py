@@ -412,6 +412,11 @@ class CallsMixin(DevicesMixin):
             if typed == HOST:
                 return replace(base, where=HOST)
             return base if self._is_dtype(arg) else replace(base, where=None)
+        if method == "type_as" and len(node.args) == 1 and not node.keywords:
+            other = self._peek(node.args[0])  # `x.type_as(real)`: real's dtype, and its device
+            if other.what in TENSORISH:
+                return replace(base, where=other.where, dev=other.dev or f"{self.segment(node.args[0])}.device")
+            return replace(base, where=None)
         if method == "pin_memory":
             return replace(base, where=HOST)
         if method in ("new_tensor", "new_zeros", "new_ones", "new_empty", "new_full"):
@@ -576,6 +581,9 @@ class CallsMixin(DevicesMixin):
             ]
             devices_given = device is not None or any(self.device_where(a) is not None for a in given)
             feeds = self._fed_device(full, node) if aware and params else None
+            if aware and _moves_own_inputs(self.ctx.kinds.classes[full]):
+                # `x = x.to(self.device)` in its forward, `self.device` where its weights are: inputs from anywhere
+                return Val("module", made_here, fresh=made_here == HOST, params=False)
             if feeds is not None:  # it moves its inputs to a device it is given, and leaves its weights where built
                 return Val("module", made_here, fresh=made_here == HOST, params=params, feeds=feeds)
             if aware or (devices_given and not self._device_kept_only(full, node)):
@@ -2192,3 +2200,42 @@ def _reading_method(ctx: FileContext, name: str) -> bool:
         and all(_harmless(ctx, d) for d in method.decorator_list)
         for method in found
     )
+
+
+def _moves_own_inputs(cls: ast.ClassDef) -> bool:
+    """Whether the ``forward`` of module class ``cls`` moves its first input to where the module itself is.
+
+    ``x = x.to(self.device)`` with ``device`` a property giving ``self.proj.weight.device``, ``x.to(self.fc.weight
+    .device)``, ``x.to(next(self.parameters()).device)``: the module takes its input from any device. Not a device
+    the class keeps from its construction (``self.dev = args.device``), which may differ from its weights'.
+    """
+    forward = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name in ("forward", "__call__")), None)
+    if forward is None or len(forward.args.args) < 2:
+        return False
+    first = forward.args.args[1].arg
+    kept = {  # `self.device = device` in `__init__`: a device it is given, not necessarily its weights'
+        t.attr
+        for m in cls.body
+        if isinstance(m, ast.FunctionDef) and m.name == "__init__"
+        for n in ast.walk(m)
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Attribute) and dotted(t.value) == "self"
+    }
+    for stmt in ast.walk(forward):
+        if not (
+            isinstance(stmt, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == first for t in stmt.targets)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+            and stmt.value.func.attr == "to"
+            and dotted(stmt.value.func.value) == first
+            and len(stmt.value.args) == 1
+        ):
+            continue
+        target = stmt.value.args[0]
+        text = ast.unparse(target)
+        if "self.parameters()" in text or ("self." in text and text.endswith(".device")):
+            name = dotted(target) or ""
+            return not (name.count(".") == 1 and name.split(".")[1] in kept)
+    return False
