@@ -1179,12 +1179,28 @@ class CallsMixin(DevicesMixin):
                 for i, (a, n) in enumerate(zip(args, nodes, strict=False))
                 if a.what in TENSORISH and a.where == HOST and (i == 0 or _later_input(a, n))
             ]
-            if host:
-                first, first_node = host[0]
+            states = [  # `lstm(x, (h0, c0))`, `model(x, state)` with `state = (torch.zeros(...), torch.zeros(...))`
+                (replace(held, origin=a.origin, name=a.name), n)
+                for i, (a, n) in enumerate(zip(args, nodes, strict=False))
+                if i > 0 and not isinstance(n, ast.Tuple) and _state_tuple(a)
+                for held in [next(v for v in a.items or (a.element,) if v is not None and v.where == HOST)]
+                if _later_input(replace(held, name=a.name), n)
+            ]
+            states += [  # `lstm(x, (h0, c0))` written out
+                (item, e)
+                for i, n in enumerate(nodes)
+                if i > 0 and isinstance(n, ast.Tuple) and i < len(args) and _state_tuple(args[i])
+                for item, e in zip(args[i].items, n.elts, strict=False)
+                if item.where == HOST and not item.scalar and _later_input(item, e)
+            ][:1]
+            if host or states:
+                first, first_node = (host or states)[0]
                 name = self.label(first, first_node)
                 where = module.dev or "device"
                 moved = f" (line {module.moved_at})" if module.moved_at else ""
                 fix = self.fix(first, first_node, where)
+                if not host and not isinstance(first_node, ast.Tuple) and first_node in nodes:
+                    fix = f"`{name} = tuple(t.to({where}) for t in {name})`"
                 if first_node in unpacked:  # `model(**inputs)`: move every value of the dict
                     name = short(self.segment(first_node))
                     fix = f"`{name} = {{k: v.to({where}) for k, v in {name}.items()}}`"
@@ -2160,6 +2176,14 @@ def _wraps(name: str | None) -> bool:
 #: Words in the name of a later argument of a module call that may rightly stay on the host (``lengths`` for
 #: ``pack_padded_sequence``, sizes, counts).
 _HOST_ARGUMENT_WORDS = ("len", "size", "count", "num", "cpu", "shape", "step")
+
+
+def _state_tuple(val: Val) -> bool:
+    """A tuple of tensors, one of them on the host (an LSTM's ``(h, c)`` state), or a sequence of host tensors."""
+    if val.what == "tuple" and val.items:
+        return all(v.what in TENSORISH for v in val.items) and any(v.where == HOST and not v.scalar for v in val.items)
+    element = val.element
+    return val.what == "seq" and element is not None and element.what in TENSORISH and element.where == HOST
 
 
 def _later_input(val: Val, node: ast.expr) -> bool:
