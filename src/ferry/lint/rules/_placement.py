@@ -2383,6 +2383,13 @@ class _Flow(CallsMixin):
         if self._mixes(node, left, right, left_node, right_node):
             return UNKNOWN
         tensors = [v for v in (left, right) if v.what in (*TENSORISH, "any")]
+        if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.Add) and left.what == "seq":
+            if right.what == "seq" and left.element is not None and right.element is not None:
+                # `layers += [nn.Linear(h, h), nn.ReLU()]`: a list of the items of both
+                return Val(
+                    "seq", element=agree([left.element, right.element] if left.element != NONE else [right.element])
+                )
+            return UNKNOWN
         if not tensors:
             return NUMBER if left.what == right.what == "number" else UNKNOWN
         if len(tensors) == 1:
