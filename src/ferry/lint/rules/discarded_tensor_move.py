@@ -71,6 +71,60 @@ def check(ctx: FileContext) -> Iterator[Finding]:
             yield _finding(ctx, stmt, value, None, in_tuple=False)
         elif isinstance(value, ast.Call) and ctx.call_name(value) in COPYING_FUNCTIONS and value.args:
             yield _function_finding(ctx, stmt, value)
+        elif isinstance(value, ast.ListComp | ast.GeneratorExp | ast.SetComp) and (move := _moved_items(ctx, value)):
+            yield _comprehension_finding(ctx, stmt, value, move)
+
+
+def _moved_items(ctx: FileContext, comp: ast.ListComp | ast.GeneratorExp | ast.SetComp) -> ast.Call | None:
+    """``[t.to(device) for t in (x, y)]`` as a statement: the move of each item, when the items are tensors."""
+    if len(comp.generators) != 1:
+        return None
+    loop = comp.generators[0]
+    call = comp.elt
+    if not (
+        isinstance(loop.target, ast.Name)
+        and isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr in COPIES
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == loop.target.id
+    ):
+        return None
+    if call.func.attr == "type" and not (call.args or call.keywords):
+        return None
+    items = loop.iter
+    if isinstance(items, ast.Tuple | ast.List) and items.elts:
+        kinds = [ctx.kind(e) for e in items.elts]
+        return call if all(k is not None and k.is_tensor for k in kinds) else None
+    kind = ctx.kind(items)
+    element = kind.element if kind is not None and kind.name == "seq" else None
+    return call if element is not None and element.is_tensor else None
+
+
+def _comprehension_finding(
+    ctx: FileContext, stmt: ast.Expr, comp: ast.ListComp | ast.GeneratorExp | ast.SetComp, call: ast.Call
+) -> Finding:
+    """A comprehension of moves as a statement: each moved copy is dropped, and the items stay where they were."""
+    items = comp.generators[0].iter
+    text = ctx.segment(comp)
+    shown = text if "\n" not in text and len(text) <= SHOWN_CALL else f"[... {ctx.segment(call)} ...]"
+    message = f"result of `{shown}` is discarded: each moved copy is thrown away, the tensors stay where they were; "
+    elts = items.elts if isinstance(items, ast.Tuple | ast.List) else []
+    names = [dotted(e) for e in elts]
+    if (
+        names
+        and all(n is not None for n in names)
+        and all(not isinstance(e, ast.Name) or _bound_here(ctx, stmt, e.id) for e in elts)
+    ):
+        targets = ", ".join(n for n in names if n is not None)
+        item = ctx.segment(comp.generators[0].target)
+        if len(names) > 1:
+            replacement = f"{targets} = [{ctx.segment(call)} for {item} in ({targets})]"
+        else:  # `[t.to(device) for t in (x,)]`
+            replacement = f"{targets} = {targets}{ctx.segment(call)[len(item) :]}"
+        fix = _statement_fix(stmt, replacement, "Assign the results") if stmt.lineno == stmt.end_lineno else None
+        return Finding(call, message=message + f"assign them: `{replacement}`", fix=fix)
+    return Finding(call, message=message + "assign the moved tensors back where they are used", fix=None)
 
 
 #: Functions that return a moved copy of their first argument and leave it as it was.
