@@ -59,6 +59,10 @@ FACTORIES = frozenset(
     """.split()
 )
 
+#: NumPy functions that convert a tensor through ``Tensor.__array__``, that is ``Tensor.numpy()``: they raise on a
+#: tensor on an accelerator.
+NUMPY_CONVERSIONS = frozenset({"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"})
+
 #: ``torch.<name>`` that make a tensor from data, on the CPU unless given ``device=`` (``as_tensor`` and ``asarray``
 #: leave a tensor they are given where it is).
 DATA_FACTORIES = frozenset({"tensor", "as_tensor", "asarray"})

@@ -58,6 +58,7 @@ from ferry.lint.torch_api import (
     MASK_FACTORIES,
     MOVES,
     NOT_TENSOR_METHODS,
+    NUMPY_CONVERSIONS,
     NUMPY_FACTORIES,
     PARALLEL_WRAPPERS,
     PASS_THROUGH,
@@ -149,6 +150,8 @@ class CallsMixin(DevicesMixin):
         if self._is_local_call(func):
             self._escape(node, only=self.record_call(node, args, kwargs, top))
             return self.returned(node, args, kwargs)
+        if full in NUMPY_CONVERSIONS and args and args[0].what in TENSORISH and args[0].where == DEVICE:
+            self.device_numpy.setdefault(node, args[0])  # `np.asarray(probs)`: `Tensor.__array__` is `.numpy()`
         if callee is None and full is not None:
             known = self._function(full, node, args, kwargs)
             if known is not None:

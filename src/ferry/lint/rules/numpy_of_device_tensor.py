@@ -45,7 +45,7 @@ from ferry.lint.context import FileContext
 from ferry.lint.model import Edit, Finding, Fix, Rule
 from ferry.lint.rules._placement import device_numpy
 from ferry.lint.rules._tensors import describe, keyword, places
-from ferry.lint.torch_api import ACCELERATORS
+from ferry.lint.torch_api import ACCELERATORS, NUMPY_CONVERSIONS
 
 
 def _decides_on_devices(ctx: FileContext, node: ast.AST) -> bool:
@@ -66,6 +66,9 @@ def check(ctx: FileContext) -> Iterator[Finding]:
     flowed = device_numpy(ctx)
     for call in ctx.nodes(ast.Call):
         func = call.func
+        if call in flowed and ctx.qualname(func) in NUMPY_CONVERSIONS and not _decides_on_devices(ctx, call):
+            yield _conversion_finding(ctx, call, flowed[call])
+            continue
         if not (isinstance(func, ast.Attribute) and func.attr == "numpy" and not call.args):
             continue
         if keyword(call, "force") is not None:
@@ -91,6 +94,28 @@ def check(ctx: FileContext) -> Iterator[Finding]:
             f"`{shown}.cpu().numpy()`",
             fix=Fix("Copy to the CPU first: `.cpu().numpy()`", (Edit(at, at, "cpu()."),)),
         )
+
+
+def _conversion_finding(ctx: FileContext, call: ast.Call, chosen: str) -> Finding:
+    """``np.asarray(t)`` of a device tensor: NumPy converts it with ``Tensor.__array__``, which is ``.numpy()``."""
+    arg = call.args[0]
+    shown = describe(ctx, arg)
+    if not isinstance(arg, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
+        shown = f"({shown})"
+    on = f"an accelerator (the device `{chosen}`)" if len(chosen) <= 40 else "an accelerator"
+    name = ctx.segment(call.func)
+    end = (arg.end_lineno or arg.lineno, arg.end_col_offset or 0)
+    edits = (
+        (Edit(end, end, ".detach().cpu()"),)
+        if isinstance(arg, ast.Name | ast.Attribute | ast.Call | ast.Subscript)
+        else ()
+    )
+    return Finding(
+        call,
+        message=f"`{shown}` may live on {on}, and `{name}(...)` converts it with `.numpy()`, which raises there; "
+        f"copy it to the CPU first: `{name}({shown}.detach().cpu())`",
+        fix=Fix("Copy to the CPU first: `.detach().cpu()`", edits) if edits else None,
+    )
 
 
 RULE = Rule(
