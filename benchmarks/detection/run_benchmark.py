@@ -166,6 +166,19 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("dlinear_ltsf.py", "FRY009", 81): "EarlyStopping saves the DataParallel model's state_dict (module. keys)",
     ("realnvp_cifar.py", "FRY009", 691): "test() saves the DataParallel net's state_dict (module. keys)",
     ("dilated_rnn_tasks.py", "FRY004", 405): "save(model) helper: torch.save(model, 'model.pt') of the whole model",
+    # held-out round 13: the authors' torch.load without map_location (awd-lstm-lm's model_load and corpus cache,
+    # char-rnn's checkpoint, the SRGAN tutorial's checkpoints of pickled models) and awd-lstm-lm's model_save pickling
+    # the model, criterion and optimizer together
+    ("awd_lstm_lm.py", "FRY004", 362): "model_save: torch.save([model, criterion, optimizer], f)",
+    ("awd_lstm_lm.py", "FRY003", 367): "model_load: torch.load(f) of the pickled model without map_location",
+    ("awd_lstm_lm.py", "FRY003", 372): "torch.load(fn) of the cached corpus without map_location (CPU tensors here)",
+    ("udacity_char_rnn.py", "FRY003", 387): "torch.load(f) of the checkpoint without map_location",
+    ("srgan_super_resolution.py", "FRY003", 341): "torch.load(srresnet_checkpoint)['model'] without map_location",
+    ("srgan_super_resolution.py", "FRY003", 463): "torch.load(checkpoint_srresnet) without map_location",
+    ("srgan_super_resolution.py", "FRY003", 534): "torch.load(checkpoint) without map_location",
+    ("srgan_super_resolution.py", "FRY003", 641): "eval.py: torch.load(srgan_checkpoint) without map_location",
+    ("srgan_super_resolution.py", "FRY003", 671): "super_resolve.py: torch.load(srresnet_checkpoint) without it",
+    ("srgan_super_resolution.py", "FRY003", 673): "super_resolve.py: torch.load(srgan_checkpoint) without it",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

@@ -151,6 +151,43 @@ def _name_sink(ctx: FileContext, name: str, scope: ast.AST, after: ast.AST | Non
     return None
 
 
+def _wrapper_tested(ctx: FileContext, call: ast.Call, name: str | None) -> bool:
+    """Whether ``call`` runs where the code has found ``name`` is no wrapper.
+
+    The ``else`` of ``if hasattr(model, "module"):`` or of ``if isinstance(model, nn.DataParallel):`` (3D-ResNets'
+    ``save_checkpoint``), or the body of their negation.
+    """
+    if name is None:
+        return False
+    child: ast.AST = call
+    for above in ctx.ancestors(call):
+        if isinstance(above, ast.If | ast.IfExp) and child is not above.test:
+            test, negated = above.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            in_else = child in (above.orelse if isinstance(above.orelse, list) else [above.orelse])
+            if _tests_wrapper(ctx, test, name) and in_else != negated:
+                return True
+        if isinstance(above, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child = above
+    return False
+
+
+def _tests_wrapper(ctx: FileContext, test: ast.expr, name: str) -> bool:
+    """``hasattr(name, "module")`` or ``isinstance(name, <a DataParallel/DDP class>)``."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and len(test.args) == 2):
+        return False
+    if dotted(test.args[0]) != name:
+        return False
+    if test.func.id == "hasattr":
+        return isinstance(test.args[1], ast.Constant) and test.args[1].value == "module"
+    if test.func.id == "isinstance":
+        classes = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        return any("Parallel" in (ctx.qualname(c) or dotted(c) or "") for c in classes)
+    return False
+
+
 def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield each ``state_dict()`` of a parallel wrapper that is saved or loaded into a bare module."""
     for call in ctx.nodes(ast.Call):
@@ -161,7 +198,7 @@ def check(ctx: FileContext) -> Iterator[Finding]:
         if kind is None or not kind.is_module or not kind.parallel:
             continue
         where = _sink(ctx, call, DEPTH)
-        if where is None:
+        if where is None or _wrapper_tested(ctx, call, dotted(callee.value)):
             continue
         verb = "save" if where == "saved" else "use"
         wrapper = callee.value
