@@ -704,6 +704,7 @@ class _Flow(CallsMixin):
         self._handled: set[str] | None = None
         self._instances: dict[ast.ClassDef, tuple[int, dict[str, Val]]] = {}
         self._host_attributes: dict[tuple[ast.ClassDef, str], Val | None] = {}
+        self._module_attributes: dict[ast.ClassDef, dict[str, Val]] = {}
         self._module_bound: set[str] | None = None
         self.later_pass = 0  # reading a loop's body as its second pass sees it (see `_second_pass`)
         self._loops: list[ast.stmt] = []
@@ -778,6 +779,8 @@ class _Flow(CallsMixin):
                 if cls is not None and func in cls.body and func.name != "__init__" and "self" in params:
                     held = {k: v for k, v in params.items() if k.startswith("self.")}  # what the instance held
                     params.update(self.instance_attributes(cls))  # `self.device`, `self.model` from `__init__`
+                    if func.name not in ("forward", "__call__"):
+                        params.update(self.module_attributes(cls))  # `self.Encoder` moved in its `__init__`
                     params.update(held)
                 # the names it sets up are followed in it; its other `global` names are not
                 self._scope(func, func.body, params, frozenset(declared.get(func, set()) - setups.get(func, set())))
@@ -1337,21 +1340,43 @@ class _Flow(CallsMixin):
         with suppress(RecursionError):  # absurdly nested code: stop reading this scope
             self._block(body)
 
-    def instance_attributes(self, cls: ast.ClassDef) -> dict[str, Val]:
+    def module_attributes(self, cls: ast.ClassDef) -> dict[str, Val]:
+        """``self.<attr>`` of an ``nn.Module`` class of the file that its ``__init__`` moved to the device itself.
+
+        DA-RNN's wrapper: ``self.Encoder = Encoder(...).to(self.device)`` in ``__init__``, then its ``train`` method
+        feeds ``self.Encoder`` tensors of its own. For the class's methods other than ``forward`` (a forward's
+        inputs are checked where the module is called); also the devices it keeps. As
+        :meth:`instance_attributes`: nothing another method rebinds, moves or hands on.
+        """
+        if cls in self._module_attributes:
+            return self._module_attributes[cls]
+        self._module_attributes[cls] = {}
+        if self._plain_class(cls) or not self.ctx.kinds.class_is_module(cls.name):
+            return {}
+        found = {
+            k: v
+            for k, v in self.instance_attributes(cls, modules=True).items()
+            if v.what == "device" or (v.what == "module" and v.where == DEVICE and not v.fresh)
+        }
+        self._module_attributes[cls] = found
+        return found
+
+    def instance_attributes(self, cls: ast.ClassDef, *, modules: bool = False) -> dict[str, Val]:
         """``self.<attr>`` of a plain class (not an ``nn.Module``) as ``__init__`` leaves them, for its other methods.
 
         Only attributes that no other method rebinds; a module or tensor also only when no other method moves it,
         hands it to a call or hands ``self`` on (the order in which methods run is not known). Devices, modules
-        and tensors only.
+        and tensors only. ``modules``: read a module class too (see :meth:`module_attributes`).
         """
         seen = sum(
             len(v) for k, v in self.constructions.items() if isinstance(k.func, ast.Name) and k.func.id == cls.name
         )
-        if cls in self._instances and self._instances[cls][0] == seen:
+        if not modules and cls in self._instances and self._instances[cls][0] == seen:
             return self._instances[cls][1]
-        self._instances[cls] = (seen, {})
+        if not modules:
+            self._instances[cls] = (seen, {})
         init = self._inherited_init(cls)
-        if init is None or not self._plain_class(cls) or self.depth >= 2:
+        if init is None or (not modules and not self._plain_class(cls)) or self.depth >= 2:
             return {}
         reader = _Flow(self.ctx)
         reader.local_functions = self.local_functions
@@ -1400,7 +1425,8 @@ class _Flow(CallsMixin):
                 (val.what in ("module", "any", *TENSORISH) or listed) and attr not in handled
             ):
                 found[name] = val
-        self._instances[cls] = (seen, found)
+        if not modules:
+            self._instances[cls] = (seen, found)
         return found
 
     def _inherited_init(self, cls: ast.ClassDef) -> ast.FunctionDef | None:
@@ -2174,17 +2200,22 @@ class _Flow(CallsMixin):
             return owner.element or UNKNOWN
         return UNKNOWN
 
-    def _numpy_indices(self, index: ast.expr) -> bool:
+    def _numpy_indices(self, index: ast.expr, depth: int = 0) -> bool:
         """Whether ``index`` is an array of indices: selecting with it never gives a zero-dimensional tensor.
 
-        ``np.where(mask)``, ``np.arange(n)``, or a name only ever bound to such a call.
+        ``np.where(mask)``, ``np.arange(n)``, a slice of one (``b_inds[start:end]``), or a name only ever bound to
+        such values.
         """
+        if depth > 3:
+            return False
         if isinstance(index, ast.Call):
             return self.ctx.call_name(index) in _NUMPY_INDEX_CALLS
+        if isinstance(index, ast.Subscript) and isinstance(index.slice, ast.Slice):
+            return self._numpy_indices(index.value, depth + 1)  # `mb_inds = b_inds[start:end]`: still an array
         if isinstance(index, ast.Name):
             values = self.ctx.kinds.assigned_values(index.id)
             return bool(values) and all(
-                isinstance(v, ast.Call) and self.ctx.call_name(v) in _NUMPY_INDEX_CALLS for v in values
+                isinstance(v, ast.expr) and v is not index and self._numpy_indices(v, depth + 1) for v in values
             )
         return False
 

@@ -2198,7 +2198,14 @@ def _later_input(val: Val, node: ast.expr) -> bool:
         return False
     inner = node.value if isinstance(node, ast.Subscript) else node  # `rollouts.masks[step]`: the tensor's name
     text = (val.name or dotted(inner) or "").lower()
+    if not text and isinstance(node, ast.Call):  # `Variable(torch.from_numpy(y_prev).type(...))`: the data's names
+        names = {n.id.lower() for n in ast.walk(node) if isinstance(n, ast.Name)} - _API_NAMES
+        return bool(names) and not any(word in name for name in names for word in _HOST_ARGUMENT_WORDS)
     return bool(text) and not any(word in text for word in _HOST_ARGUMENT_WORDS)
+
+
+#: Names in a call's text that are the API, not the data it converts (see :func:`_later_input`).
+_API_NAMES = frozenset({"torch", "np", "numpy", "variable", "autograd", "nn", "f"})
 
 
 def _is_int(node: ast.expr) -> bool:
