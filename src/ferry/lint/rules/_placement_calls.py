@@ -1459,6 +1459,22 @@ class CallsMixin(DevicesMixin):
                     and not isinstance(self.ctx.parent(parent), ast.Call | ast.Attribute | ast.Subscript)
                 ):
                     continue  # `encoder_hidden[: decoder.n_layers]`: reading a plain attribute
+                if isinstance(parent, ast.Attribute) and isinstance(parent.ctx, ast.Load):
+                    grand = self.ctx.parent(parent)
+                    if (
+                        isinstance(grand, ast.Call)
+                        and isinstance(grand.func, ast.Name)
+                        and grand.func.id in HARMLESS_READS - {"getattr", "setattr"}
+                        and parent in grand.args
+                    ):
+                        continue  # `len(net.chars)`, `print(model.config)`: an attribute read
+                    if (
+                        isinstance(grand, ast.Subscript)
+                        and grand.value is parent
+                        and isinstance(grand.ctx, ast.Load)
+                        and not isinstance(self.ctx.parent(grand), ast.Call | ast.Attribute | ast.Subscript)
+                    ):
+                        continue  # `net.char2int[char]`: an item of a plain attribute, read
                 if isinstance(parent, ast.Attribute) and _reads_a_layer(self.ctx, parent):
                     continue  # `model.classifier.parameters()`: reading a layer's parameters
                 if isinstance(parent, ast.Attribute) and _writes_weight_values(self.ctx, parent):
