@@ -421,6 +421,26 @@ def test_loaded_model_run_without_eval_is_reported():
     assert [("inference-in-train-mode", line)] == [(f.kind, f.where.line) for f in report.findings]
 
 
+def test_a_whole_model_from_torch_load_run_without_eval_is_reported(tmp_path):
+    path = tmp_path / "checkpoint.pth"
+    torch.save({"epoch": 3, "generator": _head()}, path)  # a checkpoint that pickles the whole model
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        generator = torch.load(path, weights_only=False)["generator"]
+        with torch.no_grad():
+            generator(torch.randn(1, 4))
+        fine = torch.load(path, weights_only=False)["generator"]
+        fine.eval()
+        with torch.no_grad():
+            fine(torch.randn(1, 4))
+        resumed = torch.load(path, weights_only=False)["generator"]
+        for _ in range(2):  # training resumed: a backward follows each forward
+            resumed(torch.randn(1, 4)).sum().backward()
+    assert "after torch.load" in str(caught[0].message)
+    line = test_a_whole_model_from_torch_load_run_without_eval_is_reported.__code__.co_firstlineno + 7
+    assert [("inference-in-train-mode", line)] == [(f.kind, f.where.line) for f in report.findings]
+
+
 class _Seq2Seq(nn.Module):
     """A model used through its own methods (the translation example's ``greedy_decode``): no root forward."""
 

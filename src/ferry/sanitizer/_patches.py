@@ -75,7 +75,10 @@ class Patches:
         def checked_load(f: Any, map_location: Any = None, *args: Any, **kwargs: Any) -> Any:
             if isinstance(map_location, str | torch.device):  # `map_location=device` chosen as "cuda" on a CPU
                 mode._check_available(map_location, load, "torch.load(map_location=...)")
-            return load(f, map_location, *args, **kwargs)
+            result = load(f, map_location, *args, **kwargs)
+            for module in _pickled_modules(result):  # `torch.load(path)["generator"]`: a whole module, with weights
+                mode.train_mode.loaded(module, "torch.load")
+            return result
 
         module_cpu, module_to = nn.Module.cpu, nn.Module.to
 
@@ -162,3 +165,17 @@ def state_dict_error(module: nn.Module, state_dict: Mapping[str, Any]) -> tuple[
     )
     report = LoadReport(missing=missing, unexpected=unexpected, mismatched=[], suggestions={}, loaded=[], renamed={})
     return message, StateDictMismatchError(message, report=report), (frame, where)
+
+
+def _pickled_modules(value: Any, depth: int = 0) -> list[nn.Module]:
+    """The modules in what ``torch.load`` returned: the object itself, or the values of a dict, list or tuple of it.
+
+    A checkpoint that pickles whole models (``{"epoch": 3, "model": model}``, ``[model, criterion, optimizer]``);
+    two levels deep at most.
+    """
+    if isinstance(value, nn.Module):
+        return [value]
+    if depth >= 2:
+        return []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list | tuple) else ()
+    return [m for item in items for m in _pickled_modules(item, depth + 1)]

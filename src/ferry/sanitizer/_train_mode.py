@@ -90,6 +90,8 @@ class TrainModeWatch:
     def __init__(self, emit: Emit) -> None:
         self.emit = emit
         self._loaded: weakref.WeakSet[nn.Module] = weakref.WeakSet()
+        #: how each of those got its weights (``load_state_dict``, ``torch.load``), for the message
+        self._how: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
         self._pending: weakref.WeakKeyDictionary[nn.Module, tuple[SourceLine, list[str]]] = weakref.WeakKeyDictionary()
         #: root modules a backward went through since their last .train()/.eval() call
         self._trained: weakref.WeakSet[nn.Module] = weakref.WeakSet()
@@ -107,8 +109,8 @@ class TrainModeWatch:
         #: Floating tensors made from labels while suspects are watched (one-hot masks), see :meth:`_label`.
         self.labels: dict[int, weakref.ref[torch.Tensor]] = {}
 
-    def loaded(self, module: nn.Module) -> None:
-        """``module.load_state_dict`` ran: it and its submodules got weights.
+    def loaded(self, module: nn.Module, how: str = "load_state_dict") -> None:
+        """``module.load_state_dict`` ran (``how``), or ``torch.load`` gave a whole pickled module: it has weights.
 
         The submodules count too: a model run through its own methods (``model.encode(src)`` calling
         ``self.transformer.encoder(...)``) never calls its root forward, and its submodules are called as roots.
@@ -117,6 +119,7 @@ class TrainModeWatch:
         for part in module.modules():
             if part.training:
                 self._loaded.add(part)
+                self._how[part] = how
 
     def chosen(self, module: nn.Module) -> None:
         """``module.train()``/``.eval()`` ran, or a backward went through its output: the mode is meant."""
@@ -352,7 +355,8 @@ class TrainModeWatch:
             "inference-in-train-mode",
             where,
             f"inference-in-train-mode: {type(module).__name__} is called at {where.described()} in training mode "
-            f"after load_state_dict, with no backward following: its {shown} are active, so Dropout zeroes random "
+            f"after {self._how.get(module, 'load_state_dict')}, with no backward following: its {shown} are active, "
+            "so Dropout zeroes random "
             f"activations and BatchNorm uses and updates batch statistics, and each call gives a different answer. "
             f"Call `model.eval()` before inference (and `model.train()` to go back to training).",
             None,
