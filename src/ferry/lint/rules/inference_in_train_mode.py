@@ -101,7 +101,7 @@ from ferry.lint.rules._training import (
     scope_node,
     walk_scope,
 )
-from ferry.lint.torch_api import LEGACY_CONSTRUCTORS, LOADS, MODE_FREE_LAYERS, NO_GRAD
+from ferry.lint.torch_api import LEGACY_CONSTRUCTORS, LOADS, MODE_FREE_LAYERS, MOVES, NO_GRAD
 
 #: Methods through which a model is used for prediction.
 PREDICT_METHODS = frozenset({"forward", "inference", "predict"})
@@ -404,10 +404,45 @@ def _loads(facts: _Facts) -> Iterator[tuple[ast.AST, str, ast.AST | None]]:
         if bound and value is not None:
             yield call, name, value
     for assign in ctx.nodes(ast.Assign):
-        if len(assign.targets) == 1 and isinstance(assign.value, ast.Call):
+        if len(assign.targets) == 1 and isinstance(assign.value, ast.Call | ast.Subscript):
             name = dotted(assign.targets[0])
-            if name is not None and ctx.call_name(assign.value) in LOADS:
+            if name is not None and ctx.call_name(_unpickled(assign.value)) in LOADS:
                 yield assign, name, None
+                if any(_switches_mode(c, name) for c in facts.calls(scope_node(ctx, assign))):
+                    continue  # `srgan_generator.eval()` before `model = srgan_generator`
+                for alias in _aliases_after(ctx, assign, name):  # `model = srgan_generator`
+                    yield alias, dotted(alias.targets[0]) or name, None
+
+
+def _unpickled(value: ast.expr) -> ast.expr:
+    """The ``torch.load(...)`` call under ``torch.load(path)["generator"].to(device)``: items and moves peeled off."""
+    for _ in range(6):
+        if isinstance(value, ast.Subscript):
+            value = value.value
+        elif (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in (*MOVES, "float", "half", "double", "bfloat16")
+        ):
+            value = value.func.value
+        else:
+            break
+    return value
+
+
+def _aliases_after(ctx: FileContext, assign: ast.Assign, name: str) -> list[ast.Assign]:
+    """``alias = name`` statements of the same scope below ``assign``."""
+    scope = scope_node(ctx, assign)
+    return [
+        other
+        for other in ctx.nodes(ast.Assign)
+        if len(other.targets) == 1
+        and isinstance(other.targets[0], ast.Name)
+        and isinstance(other.value, ast.Name)
+        and other.value.id == name
+        and scope_node(ctx, other) is scope
+        and before(assign, other)
+    ]
 
 
 def _loaded_without_eval(facts: _Facts) -> Iterator[Finding]:
