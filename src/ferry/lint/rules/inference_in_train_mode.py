@@ -1061,6 +1061,11 @@ def _validated_inside_training_loop(facts: _Facts, reported: set[ast.AST]) -> It
                 continue  # its output may be trained on: a second forward of the same step (a GAN's generator)
             body = [c for c in calls if _inside(c, region) and before(c, prediction)]
             switch = next((c for c in reversed(body) if _switches_mode(c, model)), None)
+            if switch is None and graded and region is not scope:
+                # `def train(net, ...): net.train()` above the loop, then a validation pass with gradients on and a
+                # loss computed on its outputs but nothing trained on them (char-rnn's validation without eval())
+                body = [c for c in calls if before(c, prediction)]
+                switch = next((c for c in reversed(body) if _switches_mode(c, model)), None)
             if switch is None or not _trains_again(switch):
                 # no `model.train()` in this pass: a model never switched may be sampled in training mode on purpose
                 # (a GAN generator's BatchNorm under no_grad, as in the DCGAN tutorial)
