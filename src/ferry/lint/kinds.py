@@ -128,6 +128,9 @@ DATASET = Kind("dataset")
 DEVICE = Kind("device")
 NDARRAY = Kind("ndarray")
 
+#: NumPy array methods that give an array.
+_ARRAY_METHODS = frozenset("astype reshape transpose copy squeeze flatten ravel clip round cumsum".split())
+
 #: ``numpy.random.<name>`` functions that give no data (they seed, shuffle in place, or make a generator)
 _NOT_RANDOM_DATA = frozenset({"seed", "shuffle", "default_rng", "get_state", "set_state", "get_bit_generator"})
 STATE_DICT = Kind("state_dict")
@@ -770,6 +773,9 @@ class KindInference:
             left, right = self.infer(node.left), self.infer(node.right)
             if TENSOR in (left, right):
                 return TENSOR
+            if NDARRAY in (left, right) and not isinstance(node.op, ast.MatMult):
+                others = [k for k, n in ((left, node.left), (right, node.right)) if k != NDARRAY and not _number(n)]
+                return NDARRAY if not others else None  # `pos / np.power(10000, i / dim)`: an array
             return None
         if isinstance(node, ast.UnaryOp):
             return self.infer(node.operand) if not isinstance(node.op, ast.Not) else None
@@ -792,6 +798,8 @@ class KindInference:
                 return owner.element if not isinstance(node.slice, ast.Slice) else owner
             if owner.name == "dataset" and not isinstance(node.slice, ast.Slice):
                 return BATCH  # `dataset[i]`: one item, as iterating over the dataset gives
+            if owner.name == "ndarray" and isinstance(node.slice, ast.Slice | ast.Tuple):
+                return NDARRAY  # `np.arange(n)[:, None]`, `table[:t]`: still an array
             return None
         if isinstance(node, ast.IfExp):
             return self._agree([self.infer(node.body), self.infer(node.orelse)])
@@ -952,6 +960,8 @@ class KindInference:
             return self._defined_method(owner, method)
         if owner.name in ("seq", "dict") and method in ("pop", "get"):
             return owner.element
+        if owner.name == "ndarray" and method in _ARRAY_METHODS:
+            return NDARRAY  # `angle.astype(np.float32)`
         return None
 
     def _defined_method(self, owner: Kind, method: str) -> Kind | None:
@@ -978,3 +988,10 @@ class KindInference:
         kind = self._agree([self.infer(v) for v in values]) if values else None
         self._returns[func] = kind
         return kind
+
+
+def _number(node: ast.AST) -> bool:
+    """A number literal (``2``, ``-1.5``)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool)

@@ -490,10 +490,18 @@ class Flow:
         if name in DATA_CALLS or name == "torch.from_numpy":
             data = call.args[0] if call.args else keyword(call, "data")
             func = self.ctx.enclosing_function(call)
-            kept = data is not None and self._literal_attribute(data)
-            if data is None or (func is not None and _root(data) in parameters(func) and not kept):
-                return None  # a conversion of what the caller passed: `torch.as_tensor(x)` keeps a tensor's device
-            literal = isinstance(data, ast.List | ast.Tuple | ast.ListComp) or kept
+            if data is None:
+                return None
+            kept = self._literal_attribute(data)
+            kind = self.ctx.kind(data)
+            array = kind is not None and kind.name == "ndarray"  # `self.pe_table[:n]`, a NumPy table it keeps
+            root = _root(data)
+            passed = func is not None and root is not None and root in parameters(func) and not kept and not array
+            if passed and (name != "torch.from_numpy" or root != "self"):
+                # a conversion of what the caller passed: `torch.as_tensor(x)` keeps a tensor's device; but
+                # `torch.from_numpy(self.pe_table[:n])` of an array the module keeps is on the CPU
+                return None
+            literal = isinstance(data, ast.List | ast.Tuple | ast.ListComp) or kept or array
             if name != "torch.from_numpy" and not literal:
                 return False if self.dev(data) == SCALAR else None
         if name in ("torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"):
