@@ -90,6 +90,7 @@ from ferry.lint.torch_api import (
     COMBINING_METHODS,
     DATA_FACTORIES,
     FACTORIES,
+    GRAD_MODES,
     LAYERS_WITH_PARAMETERS,
     LEGACY_HOST,
     MASK_FACTORIES,
@@ -716,6 +717,12 @@ class Flow:
             if held is not None and held.is_module:
                 self._module_call(node)
                 return Dev("input")
+        itself = (isinstance(func, ast.Name) and func.id == "self") or (
+            isinstance(func, ast.Attribute) and func.attr == "forward" and dotted(func.value) == "self"
+        )
+        if itself and self._in_module_method(node):  # `self(ids)` in the module's `generate`: its own forward
+            self._module_call(node)
+            return Dev("input")
         callee = ctx.kind(func)
         if callee is not None and callee.is_module:
             if not _submodule(func):
@@ -840,8 +847,11 @@ class Flow:
         is, so a CPU tensor handed to them fails on an accelerator as in ``forward``. Not ``__init__``, methods it
         calls (they run before any move) or initialisers (``reset_parameters``, ``_init_weights``).
         """
-        if not isinstance(func, FUNCTIONS) or func.decorator_list:
+        if not isinstance(func, FUNCTIONS):
             return False
+        for decorator in func.decorator_list:  # `@torch.no_grad()` on a generation method changes no placement
+            if self.ctx.qualname(decorator.func if isinstance(decorator, ast.Call) else decorator) not in GRAD_MODES:
+                return False
         cls = self.ctx.enclosing_class(func)
         if cls is None or func not in cls.body or not self.ctx.kinds.class_is_module(cls.name):
             return False
