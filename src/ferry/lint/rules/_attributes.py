@@ -95,7 +95,7 @@ def _scan(ctx: FileContext, cls: ast.ClassDef, tensors: list[PlainTensor], conta
             if use is not None:
                 tensors.append(PlainTensor(stmt, cls.name, attr, use[0], use[1]))
         else:
-            kind = _module_container(ctx, value)
+            kind = _module_container(ctx, value) or _filled_container(ctx, init, attr, value)
             if kind is not None and not _registered_items(ctx, cls, attr):
                 containers.append(PlainContainer(stmt, cls.name, attr, kind))
 
@@ -224,6 +224,37 @@ def _module_container(ctx: FileContext, value: ast.expr) -> str | None:
         items, kind = [value.value], "dict"
     else:
         return None
+    if items and all(_builds_parameterized(ctx, item) for item in items):
+        return kind
+    return None
+
+
+def _filled_container(ctx: FileContext, init: ast.AST, attr: str, value: ast.expr) -> str | None:
+    """``self.experts = {}`` then ``self.experts[k] = nn.Linear(...)`` (or ``.append(...)``) in ``__init__``.
+
+    ``"list"``/``"dict"`` when every item ``__init__`` puts in the empty container builds a parameterized module.
+    """
+    if isinstance(value, ast.List) and not value.elts:
+        kind = "list"
+    elif isinstance(value, ast.Dict) and not value.keys:
+        kind = "dict"
+    else:
+        return None
+    items: list[ast.expr] = []
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and _self_attribute(target.value) == attr:
+                    items.append(node.value)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and _self_attribute(node.func.value) == attr
+            and node.func.attr in ("append", "extend", "insert", "update", "setdefault")
+        ):
+            if node.func.attr != "append" or len(node.args) != 1:
+                return None  # filled some other way: not followed
+            items.append(node.args[0])
     if items and all(_builds_parameterized(ctx, item) for item in items):
         return kind
     return None

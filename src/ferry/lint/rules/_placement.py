@@ -393,11 +393,17 @@ def _seedable(val: Val) -> bool:
     return placed or val.what in ("loader", "dataset") or _numbers(val)
 
 
-def _numbers(val: Val) -> bool:
-    """Whether ``val`` is a list or tuple of numbers."""
+def _numbers(val: Val, depth: int = 0) -> bool:
+    """Whether ``val`` is a list or tuple of numbers, or of such lists and tuples (``[([1, 4], [0, 1]), ...]``)."""
+    if depth > 3:
+        return False
     if val.what == "seq":
-        return val.element == NUMBER
-    return val.what == "tuple" and bool(val.items) and all(item == NUMBER for item in val.items)
+        return val.element is not None and (val.element == NUMBER or _numbers(val.element, depth + 1))
+    return (
+        val.what == "tuple"
+        and bool(val.items)
+        and all(item == NUMBER or _numbers(item, depth + 1) for item in val.items)
+    )
 
 
 def _same_place(owner: Val, val: Val) -> bool:
