@@ -1707,7 +1707,60 @@ class _Flow(CallsMixin):
         if self.loop_depth < 3:
             self._second_pass(stmt, element, before, after_first, entry)
         self.env = merge(entry, self.env)
+        if isinstance(stmt, ast.For | ast.AsyncFor):
+            self._items_moved_in_place(stmt)
         self._block(stmt.orelse)
+
+    def _items_moved_in_place(self, stmt: ast.For | ast.AsyncFor) -> None:
+        """``for m in models.values(): m.to(device)``: every module of the container is moved in place.
+
+        Also ``for m in models:`` over a list, ``for i, m in enumerate(models):`` and ``for name, m in
+        models.items():``. The container's items become
+        modules where the move puts them.
+        """
+        iterable, target = stmt.iter, stmt.target
+        container = iterable
+        if (
+            isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name)
+            and iterable.func.id == "enumerate"
+            and len(iterable.args) == 1
+            and isinstance(target, ast.Tuple)
+            and len(target.elts) == 2
+        ):  # `for i, m in enumerate(models):`
+            container, target = iterable.args[0], target.elts[1]
+        elif isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and not iterable.args:
+            if iterable.func.attr == "values" and isinstance(target, ast.Name):
+                container = iterable.func.value
+            elif iterable.func.attr == "items" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                container, target = iterable.func.value, target.elts[1]
+            else:
+                return
+        name = dotted(container)
+        held = self.env.get(name) if name is not None else None
+        if name is None or held is None or held.what not in ("seq", "dict") or not isinstance(target, ast.Name):
+            return
+        element = held.element
+        if element is None or element.what != "module":
+            return
+        move = next(
+            (
+                s.value
+                for s in stmt.body
+                if isinstance(s, ast.Expr)
+                and isinstance(s.value, ast.Call)
+                and isinstance(s.value.func, ast.Attribute)
+                and s.value.func.attr in MOVES
+                and s.value.func.attr != "type"
+                and isinstance(s.value.func.value, ast.Name)
+                and s.value.func.value.id == target.id
+            ),
+            None,
+        )
+        if move is None:
+            return
+        moved = self._moved_module(move, element)
+        self.env[name] = replace(held, element=moved, keys=tuple((k, moved) for k, _ in held.keys))
 
     def _second_pass(
         self,
