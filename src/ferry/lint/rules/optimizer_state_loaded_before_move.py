@@ -1,7 +1,8 @@
 """FRY008 optimizer-state-loaded-before-move.
 
 ## What it does
-Finds ``optimizer.load_state_dict(...)``, or an optimizer that creates its state when it is built (``Adagrad``),
+Finds ``optimizer.load_state_dict(...)`` (also inside a function of the file that is given the optimizer, such as
+``load_checkpoint(path, model, optimizer)``), or an optimizer that creates its state when it is built (``Adagrad``),
 followed, in the same function (or at module level), by a move of the model
 that the optimizer was built for to an accelerator (``model.to(device)``, ``model.cuda()``). Both lines are
 reported: the load, and the move that comes too late.
@@ -119,11 +120,28 @@ def _belongs(model: str, candidates: set[str]) -> bool:
 def _state_events(ctx: FileContext) -> Iterator[tuple[ast.Call, str, set[str], bool]]:
     """``(call, optimizer, models, eager)`` for each event that puts optimizer state on the parameters' device.
 
-    Each ``opt.load_state_dict(...)`` of an optimizer built in the same scope, and each eager-state optimizer built
-    (``eager``), with the names of the models it serves.
+    Each ``opt.load_state_dict(...)`` of an optimizer built in the same scope, a call of a function of the file that
+    loads the state of the optimizer it is given (``load_checkpoint(path, model, optimizer)``), and each eager-state
+    optimizer built (``eager``), with the names of the models it serves.
     """
+    local = local_functions(ctx)
     for call in ctx.nodes(ast.Call):
         callee = call.func
+        helper = local.get(callee.id) if isinstance(callee, ast.Name) else None
+        if helper is not None:
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                opt = dotted(arg)
+                if (
+                    opt is None
+                    or not is_optimizer(ctx, arg)
+                    or not _loads_state(helper, _parameter_of(helper, call, opt))
+                ):
+                    continue
+                built = _binding_value(ctx, opt, call)
+                candidates = _models_of(built) if built is not None else set()
+                if candidates:
+                    yield call, opt, candidates, False
+            continue
         if isinstance(callee, ast.Attribute) and callee.attr == "load_state_dict" and call.args:
             opt = dotted(callee.value)
             if opt is None or not is_optimizer(ctx, callee.value):
@@ -202,6 +220,17 @@ def _parameter_of(func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, 
     return None
 
 
+def _loads_state(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str | None) -> bool:
+    """Whether ``func`` calls ``<param>.load_state_dict(...)`` (its parameter ``param`` holds the optimizer)."""
+    return param is not None and any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "load_state_dict"
+        and dotted(node.func.value) == param
+        for node in ast.walk(func)
+    )
+
+
 def _touches_state(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str | None) -> bool:
     """Whether a function reads the optimizer's ``state``, loads it again, or hands it to another call.
 
@@ -269,6 +298,9 @@ def check(ctx: FileContext) -> Iterator[Finding]:
                     f"`{model}` moves, so `{opt}.step()` fails with a device mismatch; fix: {fix}"
                 )
                 event = f"`{opt}.load_state_dict(...)`"
+                if isinstance(load.func, ast.Name):  # `load_checkpoint(path, model, optimizer)`
+                    event = f"`{load.func.id}(...)` loads `{opt}`'s state"
+                    first = first.replace(f"`{opt}.load_state_dict(...)` runs", f"{event} (it calls `load_state_dict`)")
             if load not in reported:
                 reported.add(load)
                 yield Finding(load, message=first)
