@@ -383,6 +383,23 @@ def _free_reads(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return reads - bound_names(func)
 
 
+def _built_on_one_side(a: dict[str, Val], b: dict[str, Val], key: str) -> Val | None:
+    """The module built on the host in one branch when the other branch leaves ``key`` unknown (a loaded model)."""
+    for one, other in ((a, b), (b, a)):
+        built, held = one.get(key), other.get(key)
+        if (
+            built is not None
+            and held is not None
+            and built.what == "module"
+            and built.fresh
+            and built.params
+            and built.where == HOST
+            and held.what == "unknown"
+        ):
+            return built
+    return None
+
+
 def _seedable(val: Val) -> bool:
     """Whether a module-level value is worth handing to the file's functions.
 
@@ -1624,6 +1641,11 @@ class _Flow(CallsMixin):
             self.env = after_body if taken else after_else
         else:
             merged = merge(after_body, after_else, lambda: self._available_test(stmt.test))
+            for key, val in merged.items():
+                if val.what == "unknown" and (built := _built_on_one_side(after_body, after_else, key)) is not None:
+                    # `if ckpt is None: model = Net()` / `else: model = torch.load(ckpt)["model"]`: on the path
+                    # that builds it, the model is on the host until something moves it
+                    merged[key] = built
             side = self._accelerator_branch(stmt.test)
             if side is not None:  # on a GPU, the branch that runs there decides where values are
                 gpu = after_body if side else after_else
