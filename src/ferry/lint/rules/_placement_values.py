@@ -305,7 +305,9 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         fresh=a.fresh and b.fresh and where == HOST,
         params=a.params if a.params == b.params else None,
         loss=a.loss and b.loss,
-        weight=a.weight if a.weight is b.weight else None,
+        # `if cfg.loss == "bce": return nn.BCEWithLogitsLoss(pos_weight=torch.tensor(...))` / `return nn.MSELoss()`:
+        # on the path that builds the weighted loss its weight is on the host
+        weight=a.weight if a.weight is b.weight or b.weight is None else b.weight if a.weight is None else None,
         inplace=a.inplace or b.inplace,
         wrapper=a.wrapper or b.wrapper,
         part=a.part if a.part == b.part else None,
