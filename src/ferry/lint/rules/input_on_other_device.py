@@ -57,17 +57,102 @@ accuracy = (y.argmax(1) == labels).float().mean()
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-from ferry.lint.context import FileContext
+from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
 from ferry.lint.rules._placement import reports
+from ferry.lint.torch_api import FACTORIES
 
 
 def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield each host tensor that a module or tensor on the device gets."""
     for found in reports(ctx, "FRY006"):
         yield Finding(found.node, message=found.message)
+    yield from _partial_moves(ctx)
+
+
+#: Words of an attribute's name that say it is meant to stay on the host (lengths, counters, indices).
+_HOST_WORDS = ("len", "size", "count", "num", "cpu", "step", "idx", "index", "host")
+
+
+def _sizes(call: ast.expr) -> int:
+    """How many sizes a factory call is given (``torch.zeros(n, p, 1)``: 3; ``torch.zeros((n, p))``: 2)."""
+    if not isinstance(call, ast.Call) or not call.args:
+        return 0
+    if len(call.args) == 1 and isinstance(call.args[0], ast.Tuple | ast.List):
+        return len(call.args[0].elts)
+    return len(call.args)
+
+
+def _partial_moves(ctx: FileContext) -> Iterator[Finding]:
+    """A plain class's ``to(device)`` that moves all but some of the tensors its ``__init__`` makes.
+
+    a2c-ppo-acktr's ``RolloutStorage.to``: ``self.obs = self.obs.to(device)`` and so on for each buffer; one line
+    left out leaves that buffer on the host, and the training step then mixes devices. Reported when the method
+    moves at least two of the tensors that ``__init__`` makes with torch factories, and one made the same way, with
+    two dimensions or more, is not moved (names that say they stay on the host, such as lengths and indices,
+    excepted; a vector's elements are 0-dim scalars, which mix with device tensors).
+    """
+    for cls in ctx.nodes(ast.ClassDef):
+        if ctx.kinds.class_is_module(cls.name):
+            continue  # `nn.Module.to` moves registered tensors itself
+        methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef)}
+        init, move = methods.get("__init__"), methods.get("to") or methods.get("cuda")
+        if init is None or move is None or len(move.args.args) > 2:
+            continue
+        made: dict[str, ast.Assign] = {}
+        for stmt in ast.walk(init):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Call):
+                target = stmt.targets[0]
+                full = ctx.call_name(stmt.value) or ""
+                if (
+                    isinstance(target, ast.Attribute)
+                    and dotted(target.value) == "self"
+                    and full.startswith("torch.")
+                    and full.rsplit(".", 1)[-1] in FACTORIES
+                    and not any(k.arg == "device" for k in stmt.value.keywords)
+                ):
+                    made[target.attr] = stmt
+        moved = {
+            target.attr
+            for stmt in ast.walk(move)
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            for target in stmt.targets
+            if isinstance(target, ast.Attribute)
+            and dotted(target.value) == "self"
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+            and stmt.value.func.attr in ("to", "cuda")
+            and dotted(stmt.value.func.value) == f"self.{target.attr}"
+        }
+        touched = {  # rebound some other way (`self.x = [t.to(d) for t in self.x]`) or handed to a call
+            n.attr
+            for n in ast.walk(move)
+            if isinstance(n, ast.Attribute)
+            and dotted(n.value) == "self"
+            and (isinstance(n.ctx, ast.Store) or isinstance(ctx.parent(n), ast.Call | ast.keyword | ast.Starred))
+        }
+        if len(moved & made.keys()) < 2 or not moved <= made.keys():
+            continue
+        left = [
+            name
+            for name in made
+            if name not in touched
+            and not any(word in name.lower() for word in _HOST_WORDS)
+            and _sizes(made[name].value) >= 2  # a 1-D vector's elements are 0-dim: they mix with device tensors
+        ]
+        for name in left:
+            shown = ", ".join(f"`{m}`" for m in sorted(moved)[:4]) + (" ..." if len(moved) > 4 else "")
+            param = move.args.args[1].arg if len(move.args.args) == 2 and move.name == "to" else ""
+            yield Finding(
+                made[name],
+                message=f"`{cls.name}.{move.name}()` moves {shown} but not `self.{name}`, made the same way here: "
+                f"it stays on the host while the others go to the device, and the first step that uses them "
+                f"together fails; fix: add `self.{name} = self.{name}.{move.name}({param})` "
+                f"to `{move.name}()`",
+            )
 
 
 RULE = Rule(
