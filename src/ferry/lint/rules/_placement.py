@@ -383,6 +383,25 @@ def _free_reads(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return reads - bound_names(func)
 
 
+#: Built-in classes that ``isinstance`` tests name, and what each is for :meth:`_Flow._isinstance_outcome`.
+_BUILTIN_KINDS = {
+    "dict": "dict",
+    "list": "list",
+    "tuple": "tuple",
+    "str": "str",
+    "int": "number",
+    "float": "number",
+    "bool": "number",
+    "collections.OrderedDict": "dict",
+    "OrderedDict": "dict",
+    "collections.abc.Mapping": "mapping",
+    "typing.Mapping": "mapping",
+    "collections.abc.Sequence": "sequence",
+    "typing.Sequence": "sequence",
+    "numpy.ndarray": "ndarray",
+}
+
+
 def _built_on_one_side(a: dict[str, Val], b: dict[str, Val], key: str) -> Val | None:
     """The module built on the host in one branch when the other branch leaves ``key`` unknown (a loaded model)."""
     for one, other in ((a, b), (b, a)):
@@ -1622,6 +1641,10 @@ class _Flow(CallsMixin):
         return self._available[test]
 
     def _if(self, stmt: ast.If) -> bool:
+        decided = self._isinstance_outcome(stmt.test)
+        if decided is not None:  # `if isinstance(obj, torch.Tensor):` with `obj` a tuple here: only one branch runs
+            self.ev(stmt.test)
+            return self._block(stmt.body if decided else stmt.orelse)
         self.ev(stmt.test)
         before = self.env
         self.env = dict(before)
@@ -1655,6 +1678,44 @@ class _Flow(CallsMixin):
                         merged[key] = picked
             self.env = merged
         return False
+
+    def _isinstance_outcome(self, test: ast.expr) -> bool | None:
+        """The outcome of ``isinstance(name, classes)`` (or its ``not``) for what ``name`` holds; ``None``: not known.
+
+        A recursive move helper (``if isinstance(obj, torch.Tensor): return obj.to(device)``, ``if isinstance(obj,
+        dict): ...``) read with a tuple of tensors runs only the branches a tuple takes.
+        """
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        call = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Name)
+            and call.func.id == "isinstance"
+            and len(call.args) == 2
+            and not call.keywords
+        ):
+            return None
+        name = dotted(call.args[0])
+        val = self.env.get(name) if name is not None else None
+        if val is None:
+            return None
+        spec = call.args[1]
+        classes = {
+            self.ctx.qualname(c) or dotted(c) or "" for c in (spec.elts if isinstance(spec, ast.Tuple) else [spec])
+        }
+        kinds = set()
+        for full in classes:
+            if full in TENSOR_CLASSES or full in ("torch.Tensor", "Tensor"):
+                kinds.add("tensor")
+            elif full in _BUILTIN_KINDS:
+                kinds.add(_BUILTIN_KINDS[full])
+            else:
+                return None  # a class the value might be an instance of
+        held = {"tensor": "tensor", "output": "tensor", "tuple": "tuple", "dict": "dict", "str": "str"}.get(val.what)
+        if held is None or (held == "tuple" and kinds & {"list", "tuple", "sequence"}):
+            return None  # a collated batch of tuples is a list: which of the two a "tuple" here is, is not known
+        outcome = held in kinds or (held == "tuple" and "sequence" in kinds) or (held == "dict" and "mapping" in kinds)
+        return outcome != negated
 
     @staticmethod
     def _known_outcome(test: ast.expr, env: dict[str, Val]) -> bool | None:
