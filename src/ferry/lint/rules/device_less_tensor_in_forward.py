@@ -342,6 +342,11 @@ class Flow:
             if how is not None:
                 found[name] = how
         found.update((name, "passed") for name in self._passed_tensors(func) if name not in found)
+        if found and not self._in_module_method(func.body[0]) and _moves_a_parameter(func):
+            # `batch_x = batch_x.float().to(self.device)` beside `batch_y = batch_y.float()` (Informer's
+            # `_process_one_batch`): its author knows the inputs arrive on the host, and moves those it needs there
+            found.clear()
+            return found
         if not found and func.name in _INPUT_METHODS and self._in_module_method(func.body[0]):
             first = [a for a in [*func.args.posonlyargs, *func.args.args][1:2] if a.annotation is None]
             # `def forward(self, x)`: the module's input; `def training_step(self, batch, batch_idx)`: the batch,
@@ -1086,6 +1091,27 @@ def _called_name(call: ast.Call) -> str | None:
     if isinstance(func, ast.Attribute):
         return func.attr
     return func.id if isinstance(func, ast.Name) else None
+
+
+def _moves_a_parameter(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``func`` moves one of its parameters to a device (``x.to(self.device)``, ``x.float().cuda()``)."""
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]} - {"self", "cls"}
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr not in ("to", "cuda") or (node.func.attr == "to" and not (node.args or node.keywords)):
+            continue
+        if (
+            node.func.attr == "to"
+            and node.args
+            and isinstance(node.args[0], ast.Attribute)
+            and (node.args[0].attr in ("float32", "float16", "float64", "bfloat16", "long", "int64", "int32", "bool"))
+        ):
+            continue  # `x.to(torch.float32)`: a conversion
+        root = _root(node.func.value)
+        if root in params:
+            return True
+    return False
 
 
 def _walk_body(func: ast.AST) -> Iterator[ast.AST]:
