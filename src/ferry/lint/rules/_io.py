@@ -273,8 +273,15 @@ def device_guarded(ctx: FileContext, node: ast.AST, *, try_guards: bool = True) 
             before = above.values[: above.values.index(child)] if child in above.values else []
             if any(memo.decision(value) for value in before):
                 return True
-        if isinstance(above, ast.For | ast.AsyncFor) and child in above.body and memo.decision(above.iter):
-            return True  # `for i in range(torch.cuda.device_count()):` runs only where there is a GPU
+        if (
+            isinstance(above, ast.For | ast.AsyncFor)
+            and child in above.body
+            and isinstance(above.iter, ast.Call)
+            and isinstance(above.iter.func, ast.Name)
+            and above.iter.func.id == "range"
+            and memo.decision(above.iter)
+        ):  # `for i in range(torch.cuda.device_count()):` runs only where there is a GPU; a batch loop whose batch
+            return True  # size counts GPUs (`iter_data(..., n_batch=n_batch_train)`) runs everywhere
         if try_guards and isinstance(above, ast.Try) and child in above.body and above.handlers:
             return True
         if isinstance(above, ast.With | ast.AsyncWith) and any(
