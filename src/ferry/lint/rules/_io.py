@@ -267,7 +267,12 @@ def device_guarded(ctx: FileContext, node: ast.AST, *, try_guards: bool = True) 
             taken = above.body if isinstance(above.body, list) else [above.body]
             if side is not None and (child in taken) != side:
                 return False  # the `else:` of `if torch.cuda.is_available():` runs only where there is no GPU
-        if isinstance(above, ast.If | ast.While | ast.IfExp) and child is not above.test and memo.decision(above.test):
+        if (
+            isinstance(above, ast.If | ast.While | ast.IfExp)
+            and child is not above.test
+            and memo.decision(above.test)
+            and not (isinstance(above, ast.If | ast.IfExp) and _in_else(above, child) and _several_gpus(above.test))
+        ):  # the `else:` of `if args.multi_gpu:` / `if n_gpu > 1:` is the one-device path, CPU-only machines included
             return True
         if isinstance(above, ast.BoolOp):
             before = above.values[: above.values.index(child)] if child in above.values else []
@@ -295,6 +300,18 @@ def device_guarded(ctx: FileContext, node: ast.AST, *, try_guards: bool = True) 
             return True
         child = above
     return False
+
+
+def _in_else(branch: ast.If | ast.IfExp, child: ast.AST) -> bool:
+    """Whether ``child`` is in the ``else`` of ``branch``."""
+    orelse = branch.orelse if isinstance(branch.orelse, list) else [branch.orelse]
+    return any(child is node for node in orelse)
+
+
+def _several_gpus(test: ast.AST) -> bool:
+    """Whether ``test`` asks for more than one GPU (``args.multi_gpu``, ``n_gpu > 1``, ``device_count() > 1``)."""
+    text = ast.unparse(test).lower().replace(" ", "")
+    return "multi" in text or (any(text.endswith(end) for end in (">1", ">=2")) and ("gpu" in text or "count" in text))
 
 
 def _availability_side(ctx: FileContext, test: ast.AST, _seen: dict[str, bool] | None = None) -> bool | None:
