@@ -77,6 +77,17 @@ def check(ctx: FileContext) -> Iterator[Finding]:
 _HOST_WORDS = ("len", "size", "count", "num", "cpu", "step", "idx", "index", "host")
 
 
+def _same_again(ctx: FileContext, target: ast.Attribute) -> bool:
+    """``self.rewards = self.rewards``: the attribute bound to itself, which moves nothing."""
+    parent = ctx.parent(target)
+    return (
+        isinstance(target.ctx, ast.Store)
+        and isinstance(parent, ast.Assign)
+        and isinstance(parent.value, ast.Attribute)
+        and dotted(parent.value) == dotted(target)
+    )
+
+
 def _sizes(call: ast.expr) -> int:
     """How many sizes a factory call is given (``torch.zeros(n, p, 1)``: 3; ``torch.zeros((n, p))``: 2)."""
     if not isinstance(call, ast.Call) or not call.args:
@@ -133,6 +144,7 @@ def _partial_moves(ctx: FileContext) -> Iterator[Finding]:
             if isinstance(n, ast.Attribute)
             and dotted(n.value) == "self"
             and (isinstance(n.ctx, ast.Store) or isinstance(ctx.parent(n), ast.Call | ast.keyword | ast.Starred))
+            and not _same_again(ctx, n)
         }
         if len(moved & made.keys()) < 2 or not moved <= made.keys():
             continue
