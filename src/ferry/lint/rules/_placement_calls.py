@@ -877,7 +877,7 @@ class CallsMixin(DevicesMixin):
             return Val("tensor")
         listed = bool(node.args and args and args[0].what == "seq")  # `torch.tensor(labels)` of a list: 1-D at least
         scalar = self._shape_scalar(node, name) and not listed
-        dims = max(_shape_dims(node, name), int(listed))
+        dims = max(shape_dims(node, name), int(listed))
         if device is not None:
             where = self.device_where(device)
             return Val("tensor", where, scalar=scalar, dims=dims, dev=self.segment(device))
@@ -1593,7 +1593,7 @@ class CallsMixin(DevicesMixin):
         return _reading_method(self.ctx, name)
 
 
-def _shape_dims(node: ast.Call, name: str) -> int:
+def shape_dims(node: ast.Call, name: str) -> int:
     """How many dimensions the tensor a factory call makes has at least, as the call shows (0: not shown).
 
     ``torch.zeros(n, p, 1)`` and ``torch.zeros((n, p, 1))``: 3 (a starred size, ``*obs_shape``, adds none);
@@ -1676,7 +1676,7 @@ def _host_tensors_of_init(ctx: FileContext, cls: ast.ClassDef, mover: ast.Functi
     """The ``self.<attr>`` that ``__init__`` makes on the host and no method but ``mover`` rebinds.
 
     Made by a torch factory without ``device=``, and kept there by a conversion such as ``.long()``. Each with the
-    number of dimensions its factory call shows (see :func:`_shape_dims`).
+    number of dimensions its factory call shows (see :func:`shape_dims`).
     """
     init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
     if init is None:
@@ -1690,7 +1690,7 @@ def _host_tensors_of_init(ctx: FileContext, cls: ast.ClassDef, mover: ast.Functi
         if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self"):
             continue
         if isinstance(value, ast.Call) and _host_factory_call(ctx, value):
-            made[target.attr] = _shape_dims(value, (ctx.call_name(value) or "").rsplit(".", 1)[-1])
+            made[target.attr] = shape_dims(value, (ctx.call_name(value) or "").rsplit(".", 1)[-1])
             continue
         converted = (
             isinstance(value, ast.Call)

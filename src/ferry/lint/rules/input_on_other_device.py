@@ -63,6 +63,7 @@ from collections.abc import Iterator
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
 from ferry.lint.rules._placement import reports
+from ferry.lint.rules._placement_calls import shape_dims
 from ferry.lint.torch_api import FACTORIES
 
 
@@ -88,13 +89,11 @@ def _same_again(ctx: FileContext, target: ast.Attribute) -> bool:
     )
 
 
-def _sizes(call: ast.expr) -> int:
-    """How many sizes a factory call is given (``torch.zeros(n, p, 1)``: 3; ``torch.zeros((n, p))``: 2)."""
-    if not isinstance(call, ast.Call) or not call.args:
+def _dims(ctx: FileContext, call: ast.expr) -> int:
+    """How many dimensions a factory call of ``__init__`` shows (see :func:`shape_dims`)."""
+    if not isinstance(call, ast.Call):
         return 0
-    if len(call.args) == 1 and isinstance(call.args[0], ast.Tuple | ast.List):
-        return len(call.args[0].elts)
-    return len(call.args)
+    return shape_dims(call, (ctx.call_name(call) or "").rsplit(".", 1)[-1])
 
 
 def _partial_moves(ctx: FileContext) -> Iterator[Finding]:
@@ -153,7 +152,7 @@ def _partial_moves(ctx: FileContext) -> Iterator[Finding]:
             for name in made
             if name not in touched
             and not any(word in name.lower() for word in _HOST_WORDS)
-            and _sizes(made[name].value) >= 2  # a 1-D vector's elements are 0-dim: they mix with device tensors
+            and _dims(ctx, made[name].value) >= 2  # a 1-D vector's elements are 0-dim: they mix with device tensors
         ]
         for name in left:
             shown = ", ".join(f"`{m}`" for m in sorted(moved)[:4]) + (" ..." if len(moved) > 4 else "")
