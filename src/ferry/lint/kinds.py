@@ -397,6 +397,21 @@ class KindInference:
                     return False
         return True
 
+    def class_alias(self, name: str) -> str | None:
+        """The class of the file that every binding of ``name`` names (``Exp = Exp_Informer``), or ``None``.
+
+        Bound at least once, and never to anything else; the class itself is not an alias of itself.
+        """
+        if name in self.classes:
+            return None
+        found: set[str] = set()
+        for value in self.assigned_values(name):
+            full = self.ctx.qualname(value) if isinstance(value, ast.Name | ast.Attribute) else None
+            if full is None or full not in self.classes:
+                return None
+            found.add(full)
+        return found.pop() if len(found) == 1 else None
+
     def class_is_module(self, name: str, _seen: frozenset[str] = frozenset()) -> bool:
         """Whether the class ``name`` of this file subclasses ``nn.Module``.
 
@@ -933,6 +948,9 @@ class KindInference:
             return Kind("instance", cls=full)
         if "." not in full and full not in self.functions and self._names_module_classes(full):
             return MODULE  # `base = MLPBase` (or `CNNBase`), then `self.base = base(obs_shape[0])`
+        aliased = self.class_alias(full) if "." not in full and full not in self.functions else None
+        if aliased is not None:  # `Exp = Exp_Informer`, then `exp = Exp(args)`
+            return self._known_call(aliased, node)
         if "." not in full:
             defined = [f for f in self.functions.get(full, []) if self.ctx.enclosing_class(f) is None]
             if len(defined) == 1:

@@ -1411,7 +1411,7 @@ class _Flow(CallsMixin):
         and tensors only. ``modules``: read a module class too (see :meth:`module_attributes`).
         """
         seen = sum(
-            len(v) for k, v in self.constructions.items() if isinstance(k.func, ast.Name) and k.func.id == cls.name
+            len(v) for k, v in self.constructions.items() if isinstance(k.func, ast.Name) and self._builds(k.func, cls)
         )
         if not modules and cls in self._instances and self._instances[cls][0] == seen:
             return self._instances[cls][1]
@@ -1430,22 +1430,14 @@ class _Flow(CallsMixin):
         params = {a.arg: UNKNOWN for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
         params.update({k: v for k, v in (self.seeds or {}).items() if k not in bound_names(init)})
         params.update(self._constructed_with(cls, init, reader))
-        helpers = init_helpers(self.ctx, cls, init)
-        segment: list[ast.stmt] = []
-        for stmt in [*init.body, None]:
-            helper = helpers.get(stmt) if stmt is not None else None
-            if stmt is not None and helper is None:
-                segment.append(stmt)
-                continue
-            reader._scope(init, segment, params, frozenset())
-            params, segment = dict(reader.env), []
-            if helper is not None:  # `self.build_model()`: its body runs here, on the same instance
-                shared = {k: v for k, v in params.items() if k not in bound_names(init) or k.startswith("self.")}
-                reader._scope(helper, helper.body, shared, frozenset())
-                params.update((k, v) for k, v in reader.env.items() if k.startswith("self."))
-        reader.env = params
+        reader.env = self._read_init(reader, cls, init, params)
         rebound, handled = _instance_uses(
-            cls, init, self.ctx, self.local_functions, self.reading_method, set(helpers.values())
+            cls,
+            init,
+            self.ctx,
+            self.local_functions,
+            self.reading_method,
+            set(init_helpers(self.ctx, cls, init).values()),
         )
         moved_locals = any(  # `self.model = model; model.to(device)`: a local moved after it was kept
             isinstance(n, ast.Call)
@@ -1470,6 +1462,76 @@ class _Flow(CallsMixin):
         if not modules:
             self._instances[cls] = (seen, found)
         return found
+
+    def _read_init(
+        self, reader: _Flow, cls: ast.ClassDef, init: ast.FunctionDef, params: dict[str, Val]
+    ) -> dict[str, Val]:
+        """Read ``init`` (an ``__init__`` of ``cls`` or of a base class) with ``reader``; the values it leaves.
+
+        Its helper methods (see :func:`init_helpers`) run where it calls them, and so does the base class's
+        ``__init__`` where it calls ``super().__init__(...)`` (``Base.__init__(self, ...)``), with its parameters
+        bound to what that call passes.
+        """
+        helpers = init_helpers(self.ctx, cls, init)
+        segment: list[ast.stmt] = []
+        for stmt in [*init.body, None]:
+            helper = helpers.get(stmt) if stmt is not None else None
+            base = self._super_init(cls, stmt) if stmt is not None and helper is None else None
+            if stmt is not None and helper is None and base is None:
+                segment.append(stmt)
+                continue
+            reader._scope(init, segment, params, frozenset())
+            params, segment = dict(reader.env), []
+            if helper is not None:  # `self.build_model()`: its body runs here, on the same instance
+                shared = {k: v for k, v in params.items() if k not in bound_names(init) or k.startswith("self.")}
+                reader._scope(helper, helper.body, shared, frozenset())
+                params.update((k, v) for k, v in reader.env.items() if k.startswith("self."))
+            if base is not None:  # `super().__init__(args)`: the base class's `__init__` runs here
+                base_cls, base_init, call = base
+                shared = {k: v for k, v in params.items() if k.startswith("self.")}
+                shared.update((k, v) for k, v in (self.seeds or {}).items() if k not in bound_names(base_init))
+                names = [a.arg for a in [*base_init.args.posonlyargs, *base_init.args.args]][1:]
+                shared.update((a.arg, UNKNOWN) for a in base_init.args.kwonlyargs)
+                shared.update((n, UNKNOWN) for n in names)
+                shared.update(zip(names, (reader.ev(a) for a in call.args), strict=False))
+                shared.update((k.arg, reader.ev(k.value)) for k in call.keywords if k.arg is not None)
+                left = self._read_init(reader, base_cls, base_init, shared)
+                params.update((k, v) for k, v in left.items() if k.startswith("self."))
+        return params
+
+    def _super_init(self, cls: ast.ClassDef, stmt: ast.stmt) -> tuple[ast.ClassDef, ast.FunctionDef, ast.Call] | None:
+        """The base class's ``__init__`` that ``stmt`` (in ``cls``'s ``__init__``) runs, with its class and call.
+
+        ``super().__init__(...)`` or ``Base.__init__(self, ...)`` as a statement; the call is given without ``self``.
+
+        Only plain positional and keyword arguments (no ``*args``/``**kwargs``), and an ``__init__`` of the file.
+        """
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute) or call.func.attr != "__init__":
+            return None
+        owner = call.func.value
+        args = list(call.args)
+        if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+            pass
+        elif isinstance(owner, ast.Name) and args and isinstance(args[0], ast.Name) and args[0].id == "self":
+            args = args[1:]  # `Base.__init__(self, args)`
+            if owner.id not in {dotted(b) for b in cls.bases}:
+                return None
+        else:
+            return None
+        if any(isinstance(a, ast.Starred) for a in args) or any(k.arg is None for k in call.keywords):
+            return None
+        for base in self.ctx.kinds.class_chain(cls)[1:]:
+            init = next((s for s in base.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+            if init is not None:
+                if init.args.vararg is not None or init.args.kwarg is not None:
+                    return None
+                return base, init, ast.Call(func=call.func, args=args, keywords=call.keywords)
+        return None
+
+    def _builds(self, func: ast.Name, cls: ast.ClassDef) -> bool:
+        """Whether calling ``func`` builds ``cls``: its name, or a name bound only to it (``Exp = Exp_Informer``)."""
+        return func.id == cls.name or self.ctx.kinds.class_alias(func.id) == cls.name
 
     def _inherited_init(self, cls: ast.ClassDef) -> ast.FunctionDef | None:
         """The ``__init__`` an instance of ``cls`` runs: its own, or the nearest base class's of the file.
@@ -1508,7 +1570,7 @@ class _Flow(CallsMixin):
         ``model``), where that scope was read first (and the values agree over its readings), else read with the
         module's globals. Built more than once: what every construction agrees on; nothing with ``*args``.
         """
-        sites = [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == cls.name]
+        sites = [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and self._builds(n.func, cls)]
         if not sites or len(sites) > _MAX_CONTEXTS:
             return {}
         names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after `self`
@@ -2387,7 +2449,7 @@ class _Flow(CallsMixin):
             return val
         following = self._following(stmt)
         names = {n.id for target in stmt.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
-        if not following or not moves_names(names, following):
+        if not following or not moves_names(names, following, self._callee):
             return val
         return _batch_on_host(val)
 
@@ -2405,9 +2467,24 @@ class _Flow(CallsMixin):
 
         Also inside nested tuples: ``for i, (images, captions) in enumerate(loader)``.
         """
-        if not _has_unknown_batch(element) or not moves_items(stmt, stmt.body):
+        if not _has_unknown_batch(element) or not moves_items(stmt, stmt.body, self._callee):
             return element
         return _batch_on_host(element)
+
+    def _callee(self, call: ast.Call) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
+        """The function of the file ``call`` runs, and how many of its leading parameters the call does not pass.
+
+        A function of the file (see :func:`local_functions`), or a plain class's method called on ``self`` or on
+        an instance the file builds (``self`` not passed).
+        """
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in self.local_functions:
+            return self.local_functions[func.id], 0
+        if isinstance(func, ast.Attribute):
+            method = self._own_method(func, self.ctx.enclosing_function(call)) or self.plain_method(func)
+            if method is not None:
+                return method, 1
+        return None
 
     def _element(self, iterable: ast.expr | None, val: Val) -> Val:
         """What iterating over ``iterable`` (of value ``val``) gives."""

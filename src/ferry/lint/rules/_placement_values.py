@@ -326,20 +326,32 @@ def merge(a: dict[str, Val], b: dict[str, Val], available: Callable[[], bool] | 
     return merged
 
 
-def moves_items(loop: ast.For | ast.AsyncFor | ast.comprehension, body: list[ast.stmt] | None) -> bool:
+#: Finds the function of the file a call runs, for :func:`moves_names`: ``(function, number of leading parameters the
+#: call does not pass)``, 1 for a method called on an instance (``self._step(x)``), or ``None``.
+Callee = Callable[[ast.Call], "tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None"]
+
+
+def moves_items(
+    loop: ast.For | ast.AsyncFor | ast.comprehension, body: list[ast.stmt] | None, callee: Callee | None = None
+) -> bool:
     """Whether the loop's body moves some of the names its target binds.
 
     ``x.to(device)``, ``batch[0].cuda()``, ``y = Y.T.reshape(-1)`` then ``y.to(device)``, ``[{k: v.to(device) for
-    k, v in t.items()} for t in targets]``: its author knows the loader's items arrive on the host.
+    k, v in t.items()} for t in targets]``: its author knows the loader's items arrive on the host. With ``callee``,
+    also a function of the file the body hands them to, when it moves the parameters they are bound to (see
+    :func:`moves_names`).
     """
-    return moves_names({n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}, body)
+    return moves_names({n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}, body, callee)
 
 
-def moves_names(names: set[str], body: list[ast.stmt] | None) -> bool:
+def moves_names(names: set[str], body: list[ast.stmt] | None, callee: Callee | None = None, depth: int = 0) -> bool:
     """Whether the statements ``body`` move some of ``names`` (or names made from them); see :func:`moves_items`.
 
     Reading one of ``names`` itself with ``.numpy()`` (``y.numpy()``, ``labels.data.numpy()``) counts too: only a
-    host tensor has one.
+    host tensor has one. With ``callee`` (which finds the function of the file a call runs), a call that passes
+    some of the names to a function that moves the parameters they are bound to counts as well
+    (``pred, true = self._process_one_batch(batch_x, batch_y)`` whose body does ``batch_x.float().to(self.device)``),
+    two calls deep at most.
     """
     given = set(names)
     for stmt in body or ():
@@ -366,7 +378,32 @@ def moves_names(names: set[str], body: list[ast.stmt] | None) -> bool:
                     receiver = receiver.func if isinstance(receiver, ast.Call) else receiver.value
                 if isinstance(receiver, ast.Name) and receiver.id in names:
                     return True
+    if callee is None or depth >= 2:
+        return False
+    for stmt in body or ():
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and _passes_names_moved(node, names, callee, depth):
+                return True
     return False
+
+
+def _passes_names_moved(call: ast.Call, names: set[str], callee: Callee, depth: int) -> bool:
+    """Whether ``call`` hands some of ``names`` to a function of the file that moves what it receives there."""
+    passed = [isinstance(a, ast.Name) and a.id in names for a in call.args]
+    passed_keywords = {k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id in names}
+    if not any(passed) and not passed_keywords:
+        return False
+    found = callee(call)
+    if found is None:
+        return False
+    func, skipped = found
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]][skipped:]
+    if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(params):
+        return False
+    received = {param for param, hit in zip(params, passed, strict=False) if hit}
+    received |= {name for name in passed_keywords if name is not None}
+    received &= {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    return bool(received) and moves_names(received, func.body, callee, depth + 1)
 
 
 def short(text: str) -> str:
