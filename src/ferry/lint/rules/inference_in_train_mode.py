@@ -760,9 +760,12 @@ def _own_names(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return names
 
 
-#: Words of a function's name that say it evaluates or predicts (``validate``, ``eval_fn``, ``test_epoch``).
+#: Words of a function's name that say it evaluates or predicts (``validate``, ``eval_fn``, ``test_epoch``; ``vali``
+#: in the time-series forecasting repositories).
 EVALUATION_WORDS = frozenset(
-    "eval evaluate evaluation valid validate validation val test testing predict prediction infer inference".split()
+    """
+    eval evaluate evaluation valid vali validate validation val test testing predict prediction infer inference
+    """.split()
 )
 
 
@@ -908,24 +911,149 @@ def _evaluated_after_training_by_methods(facts: _Facts) -> Iterator[Finding]:
                     if name is not None and name.startswith(f"{me}.") and name.count(".") == 1
                 }
             )
+            models += sorted(_models_of_helpers(facts, method, methods) - set(models))
             for model in models:
-                predictions = _predictions(facts, method, model)
+                predictions = _predictions(facts, method, model) or _helper_predictions(facts, method, methods, model)
                 if not predictions:
                     continue
-                found = _trained_before_method_call(facts, cls, methods, method.name, model.split(".", 1)[1])
+                found = _trained_before_method_call(
+                    facts, cls, methods, method.name, model.split(".", 1)[1], outside=_evaluates(method)
+                )
                 if found is not None:
                     site, switch = found
                     message = _evaluation_message(ctx, method, model, predictions[0], site, switch)
                     yield Finding(predictions[0], message=message)
 
 
+def _own_helpers(
+    method: ast.FunctionDef | ast.AsyncFunctionDef,
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    calls: list[ast.Call],
+) -> Iterator[tuple[ast.Call, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The calls in ``method`` of another method of its class through ``self`` (``self._process_one_batch(...)``)."""
+    me = method.args.args[0].arg
+    for call in calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and dotted(func.value) == me:
+            helper = methods.get(func.attr)
+            if helper is not None and helper is not method and helper.args.args and not helper.decorator_list:
+                yield call, helper
+
+
+def _models_of_helpers(
+    facts: _Facts,
+    method: ast.FunctionDef | ast.AsyncFunctionDef,
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+) -> set[str]:
+    """The ``self.<attr>`` called by the helper methods that ``method`` calls, as ``method`` names them.
+
+    ``self.model`` for a ``vali`` whose helper ``_process_one_batch`` calls ``self.model(batch_x, ...)``.
+    """
+    me = method.args.args[0].arg
+    found: set[str] = set()
+    for _, helper in _own_helpers(method, methods, facts.calls(method)):
+        inner = helper.args.args[0].arg
+        for call in facts.calls(helper):
+            name = dotted(call.func)
+            if name is not None and name.startswith(f"{inner}.") and name.count(".") == 1:
+                found.add(f"{me}.{name.split('.', 1)[1]}")
+    return found
+
+
+def _helper_predictions(
+    facts: _Facts,
+    method: ast.FunctionDef | ast.AsyncFunctionDef,
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    model: str,
+) -> list[ast.Call]:
+    """Predictions ``method`` makes through a helper method of its class: ``pred = self._process_one_batch(x)``.
+
+    The helper calls ``self.<attr>`` (the model), never switches its mode and does not train; ``method`` calls it
+    under ``no_grad``, or anywhere when its name says it evaluates, and does not switch the model's mode before.
+    """
+    ctx = facts.ctx
+    calls = facts.calls(method)
+    attr = model.split(".", 1)[1]
+    named = _evaluates(method)
+    found: list[ast.Call] = []
+    for call, helper in _own_helpers(method, methods, calls):
+        if not (named or _without_grad(ctx, call)) or facts.trains(helper, with_losses=False):
+            continue
+        inner = f"{helper.args.args[0].arg}.{attr}"
+        inner_calls = facts.calls(helper)
+        if any(_switches_mode(c, inner) for c in inner_calls):
+            continue
+        if any(_is_model_call(c, inner, ctx) for c in inner_calls):
+            found.append(call)
+    switches = [c for c in calls if _switches_mode(c, model)]
+    if found and any(_may_run_before(ctx, c, found[0]) for c in switches):
+        return []
+    return found
+
+
 def _trained_before_method_call(
-    facts: _Facts, cls: ast.ClassDef, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], name: str, attr: str
+    facts: _Facts,
+    cls: ast.ClassDef,
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    name: str,
+    attr: str,
+    *,
+    outside: bool,
 ) -> tuple[ast.Call, ast.AST] | None:
     """Where another method of ``cls`` calls ``self.<name>(...)`` with ``self.<attr>`` last switched to training.
 
-    ``(the call, the switch)``: ``self.<attr>.train()``, or a call of a method that does, before the call.
+    ``(the call, the switch)``: ``self.<attr>.train()``, or a call of a method that does, before the call. With
+    ``outside`` (for a method whose name says it evaluates), also code outside the class that calls it on an
+    instance (``exp.train(setting); exp.test(setting)``) right after a method of the class whose switches of
+    ``self.<attr>`` are all ``train()``. An agent's ``act`` called after its ``train()`` may mean to explore with
+    the training-mode network (noisy layers), so other names are left to the class's own calls.
     """
+    found = _trained_before_own_call(facts, methods, name, attr)
+    if found is None and outside:
+        found = _trained_before_instance_call(facts, cls, methods, name, attr)
+    return found
+
+
+def _trained_before_instance_call(
+    facts: _Facts, cls: ast.ClassDef, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], name: str, attr: str
+) -> tuple[ast.Call, ast.AST] | None:
+    """See :func:`_trained_before_method_call`: calls on instances of ``cls`` outside its methods."""
+    ctx = facts.ctx
+    scopes: list[ast.AST] = [ctx.tree, *ctx.nodes(ast.FunctionDef), *ctx.nodes(ast.AsyncFunctionDef)]
+    for scope in scopes:
+        if ctx.enclosing_class(scope) is cls:
+            continue
+        calls = facts.calls(scope)
+        for site in calls:
+            func = site.func
+            if not (isinstance(func, ast.Attribute) and func.attr == name and isinstance(func.value, ast.Name)):
+                continue
+            owner = func.value.id
+            kind = ctx.kinds.lookup(owner, site)
+            if kind is None or kind.name != "instance" or kind.cls != cls.name:
+                continue
+            for call in reversed([c for c in calls if before(c, site)]):
+                callee = call.func
+                if any(dotted(a) == owner for a in [*call.args, *(k.value for k in call.keywords)]):
+                    break  # the instance handed to other code
+                if not (isinstance(callee, ast.Attribute) and dotted(callee.value) == owner):
+                    continue
+                other = methods.get(callee.attr)
+                if other is None or not other.args.args:
+                    break  # a method the class does not define here: it may switch the mode
+                inner = f"{other.args.args[0].arg}.{attr}"
+                switches = [c for c in facts.calls(other) if _switches_mode(c, inner)]
+                if switches:
+                    if all(_trains_again(c) for c in switches):
+                        return site, call
+                    break
+    return None
+
+
+def _trained_before_own_call(
+    facts: _Facts, methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef], name: str, attr: str
+) -> tuple[ast.Call, ast.AST] | None:
+    """See :func:`_trained_before_method_call`: calls through ``self`` in the class's other methods."""
     for caller in methods.values():
         if not caller.args.args:
             continue
