@@ -1008,6 +1008,13 @@ class _Flow(CallsMixin):
                 (own := self._own_method(node.func, self.ctx.enclosing_function(node))) is not None
             ):
                 callers.setdefault(own, set()).add(self.ctx.enclosing_function(node) or self.ctx.tree)
+            elif (isinstance(node.func, ast.Attribute) and (on := self.plain_method(node.func)) is not None) or (
+                isinstance(node.func, ast.Name) and (on := self._called_instance(node.func)) is not None
+            ):
+                # `trainer.fit(loader)`, `compute_loss(x, y)` on an instance: the method sees what the call passes
+                caller = self.ctx.enclosing_function(node)
+                if caller is not on:
+                    callers.setdefault(on, set()).add(caller if caller is not None else self.ctx.tree)
             elif isinstance(node.func, ast.Name) and node.func.id in self.ctx.kinds.classes:
                 # `Trainer(model, dataset)`: its methods see what the scope that builds it passes
                 cls = self.ctx.kinds.classes[node.func.id]

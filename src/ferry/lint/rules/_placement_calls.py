@@ -147,6 +147,12 @@ class CallsMixin(DevicesMixin):
             return self._lambda_value(helper, node, args)
         if callee is not None and callee.what in ("module", "any"):
             return self._call_module(node, callee, args, kwargs)
+        call_method = self._called_instance(func) if callee is None or callee.what == "unknown" else None
+        if call_method is not None:
+            # `compute_loss(X, Y, logits)` on an instance of a plain class of the file: its `__call__` sees what the
+            # call passes, as `obj.method(...)` does
+            self._escape(node, only=self.record_method_call(node, call_method, args, kwargs))
+            return self.method_returned(call_method, node, args, kwargs)
         if self._is_local_call(func):
             self._escape(node, only=self.record_call(node, args, kwargs, top))
             return self.returned(node, args, kwargs)
@@ -164,6 +170,12 @@ class CallsMixin(DevicesMixin):
                 return Val("tensor", typed, dev='"cuda"' if typed == DEVICE else None)
         self._escape(node)
         return UNKNOWN
+
+    def _called_instance(self, func: ast.expr) -> ast.FunctionDef | None:
+        """The ``__call__`` of a plain class of the file that calling ``func`` runs (see :meth:`plain_method`)."""
+        if not isinstance(func, ast.Name) or func.id in self.local_functions or func.id in self.ctx.kinds.classes:
+            return None
+        return self.plain_method(ast.Attribute(value=func, attr="__call__", ctx=ast.Load()))
 
     def _is_function_path(self, func: ast.Attribute) -> bool:
         """``torch.zeros``, ``nn.Linear``: a dotted path through an import, not a method of a local value."""
