@@ -321,6 +321,10 @@ def _passable(name: str, val: Val) -> Val | None:
         items = tuple(_passable(f"{name}[{i}]", item) or UNKNOWN for i, item in enumerate(val.items))
         if any(item.what != "unknown" for item in items):
             return Val("tuple", items=items, name=name)
+    if val.what == "seq" and val.element is not None:  # `run_epoch(batches, model)`: a list of `(x, y)` pairs
+        element = _passable(f"{name}[]", val.element)
+        if element is not None and element.what != "unknown":
+            return Val("seq", element=element, name=name)
     return None
 
 
