@@ -133,6 +133,19 @@ class CallsMixin(DevicesMixin):
             self.note_closure_call(func.id)
         full = self.ctx.qualname(func)
         bound = dotted(func) in self.env
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id not in self.env
+            and self.ctx.kinds.class_is_module(func.value.id)
+            and self._builds_own(func.value.id, func.attr)
+            and full is not None
+        ):
+            args = [self.ev(a) for a in node.args]
+            kwargs = {k.arg: self.ev(k.value) for k in node.keywords}
+            built = self._function(full, node, args, kwargs)  # `ConvTasNet.load_model(path)`
+            if built is not None:
+                return built
         if isinstance(func, ast.Attribute) and not bound and not self._is_function_path(func):
             chain = top and func.attr in MOVES | SAME_MODULE
             receiver = self.ev(func.value, top=chain)
@@ -604,7 +617,64 @@ class CallsMixin(DevicesMixin):
             if aware or (devices_given and not self._device_kept_only(full, node)):
                 return Val("module", params=params)
             return Val("module", made_here, fresh=made_here == HOST, params=params)
+        owner, _, method = full.rpartition(".")
+        if self.ctx.kinds.class_is_module(owner) and self._builds_own(owner, method):
+            # `ConvTasNet.load_model(path)`: a classmethod that builds the class (`cls(...)`) and loads its weights
+            params, aware = self._class_info(owner)
+            if aware:
+                return Val("module", params=params)
+            return Val("module", made_here, fresh=made_here == HOST, params=params)
         return None
+
+    def _builds_own(self, name: str, method: str, depth: int = 0) -> bool:
+        """Whether ``name.method`` is a classmethod of the module class ``name`` that returns a new instance of it.
+
+        Each of its ``return`` statements gives ``cls(...)``, a name bound only to that, or another such classmethod
+        of the class (``cls.load_model_from_package(package)``); nothing in it moves anything, so the instance is
+        where ``cls(...)`` built it (loading a state dict copies into its weights where they are).
+        """
+        cls = self.ctx.kinds.classes.get(name)
+        func = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == method), None) if cls else None
+        if func is None or depth > 2 or not func.args.args:
+            return False
+        if [dotted(d) for d in func.decorator_list] != ["classmethod"]:
+            return False
+        me = func.args.args[0].arg
+        if any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MOVES
+            for n in ast.walk(func)
+        ):
+            return False
+
+        def builds(value: ast.expr | None) -> bool:
+            if not isinstance(value, ast.Call):
+                return False
+            if isinstance(value.func, ast.Name) and value.func.id == me:
+                return True
+            inner = value.func
+            return (
+                isinstance(inner, ast.Attribute)
+                and dotted(inner.value) == me
+                and self._builds_own(name, inner.attr, depth + 1)
+            )
+
+        returns = [n for n in ast.walk(func) if isinstance(n, ast.Return)]
+        if not returns:
+            return False
+        for ret in returns:
+            value = ret.value
+            if isinstance(value, ast.Name):
+                bound = [
+                    n.value
+                    for n in ast.walk(func)
+                    if isinstance(n, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == value.id for t in n.targets)
+                ]
+                if not bound or not all(builds(b) for b in bound):
+                    return False
+            elif not builds(value):
+                return False
+        return True
 
     def _lambda_helper(self, func: ast.expr) -> ast.Lambda | None:
         """The lambda a module-level name is bound to, once in the file, where the call is of that name.
