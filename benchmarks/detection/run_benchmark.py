@@ -197,6 +197,18 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("openai_gpt_rocstories.py", "FRY009", 558): "best_params: the DataParallel dh_model's state_dict",
     ("openai_gpt_rocstories.py", "FRY009", 720): "best_params: the DataParallel dh_model's state_dict",
     ("openai_gpt_rocstories.py", "FRY003", 729): "torch.load(path) without map_location",
+    # held-out round 15: the authors' torch.load without map_location, SupContrast's linear evaluation with `.cuda()`
+    # and no availability check (main_linear.py requires a GPU), and LightGCN's graph dropout, whose legacy
+    # `torch.sparse.FloatTensor(index, values, size)` constructor rejects the device tensors it is given on a GPU
+    ("supcon_resnet_linear.py", "FRY002", 730): "images.cuda(non_blocking=True) with no availability check",
+    ("supcon_resnet_linear.py", "FRY002", 731): "labels.cuda(non_blocking=True) with no availability check",
+    ("supcon_resnet_linear.py", "FRY002", 773): "images.float().cuda() with no availability check",
+    ("supcon_resnet_linear.py", "FRY002", 774): "labels.cuda() with no availability check",
+    ("lightgcn_bpr.py", "FRY005", 401): "__dropout_x: legacy torch.sparse.FloatTensor(...) of device tensors",
+    ("nerf_blender.py", "FRY003", 441): "torch.load(ckpt_path) without map_location",
+    ("speaker_encoder_ge2e.py", "FRY003", 377): "torch.load(state_fpath) without map_location",
+    ("audioset_tagging_cnn14.py", "FRY003", 769): "torch.load(resume_checkpoint_path) without map_location",
+    ("ncrfpp_ner.py", "FRY003", 856): "torch.load(data.load_model_dir) without map_location",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

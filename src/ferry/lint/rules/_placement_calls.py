@@ -272,6 +272,10 @@ class CallsMixin(DevicesMixin):
             if method in COMBINING_METHODS:  # `out.gather(1, target)`: the arguments share the receiver's device
                 self._combined(node, [(receiver, func.value), *zip(args, node.args, strict=False)])
             return self._tensor_method(node, method, receiver)
+        if method == "forward" and receiver.what == "unknown" and args and _on_device_tensor(args[0]):
+            # `_model.forward(frames)`: only a module has `forward`; with its input on the device, so is its output
+            self._escape(node)
+            return Val("output", DEVICE, dev=args[0].dev)
         if receiver.what == "module" or (receiver.what == "any" and method in MOVES | SAME_MODULE):
             if method in MOVES:
                 moved = self._moved_module(node, receiver)
@@ -1329,6 +1333,10 @@ class CallsMixin(DevicesMixin):
                 )
             return Val("output", DEVICE, dev=module.dev)
         if module.where != HOST:
+            if module.where is None and module.params is not False and _on_device_tensor(first):
+                # where the module is, is not known, but its input is on the device: its weights must be there too
+                # (or this call fails), so its output is (`embed = model.forward(frames).detach().numpy()`)
+                return Val("output", DEVICE, dev=first.dev)
             return UNKNOWN
         if module.params is False:
             return Val("output", first.where, dev=first.dev) if first.what in TENSORISH else UNKNOWN
@@ -2332,6 +2340,11 @@ def _later_input(val: Val, node: ast.expr) -> bool:
 
 #: Names in a call's text that are the API, not the data it converts (see :func:`_later_input`).
 _API_NAMES = frozenset({"torch", "np", "numpy", "variable", "autograd", "nn", "f"})
+
+
+def _on_device_tensor(val: Val) -> bool:
+    """A tensor (or a module's output) known to be on the chosen device."""
+    return val.what in TENSORISH and val.where == DEVICE
 
 
 def _is_int(node: ast.expr) -> bool:
