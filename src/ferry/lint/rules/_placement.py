@@ -91,9 +91,11 @@ from ferry.lint.rules._placement_values import (
 from ferry.lint.torch_api import (
     ACCELERATORS,
     AVAILABILITY_CHECKS,
+    COMPILERS,
     HOST_TARGET_LOSSES,
     MOVES,
     NOT_TENSOR_ATTRIBUTES,
+    PARALLEL_WRAPPERS,
     TENSOR_CLASSES,
 )
 
@@ -2065,7 +2067,20 @@ class _Flow(CallsMixin):
         if isinstance(target, ast.Attribute):  # a new attribute: the owner may now hold a tensor or module elsewhere
             owner = dotted(target.value)
             held = self.env.get(owner) if owner is not None else None
-            if owner is not None and held is not None and held.what != "unknown" and not _same_place(held, val):
+            # `model.encoder = nn.DataParallel(model.encoder)`: a wrapper of its own layer moves no weight
+            rewrapped = (
+                isinstance(value, ast.Call)
+                and self.ctx.call_name(value) in PARALLEL_WRAPPERS | COMPILERS
+                and bool(value.args)
+                and dotted(value.args[0]) == name
+            )
+            if (
+                owner is not None
+                and held is not None
+                and held.what != "unknown"
+                and not _same_place(held, val)
+                and not rewrapped
+            ):
                 self.env[owner] = replace(held, where=None, fresh=False)
                 if stmt is not None:
                     self._replace_layer(owner, target, val, stmt, held)

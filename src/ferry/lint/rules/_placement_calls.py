@@ -299,6 +299,10 @@ class CallsMixin(DevicesMixin):
             if not defined_by_modules and submodule_attribute(self.ctx, method):
                 # `model.encoder(src)` from outside the model: a layer kept in `__init__`, where the model is
                 return self._call_module(node, replace(receiver, loss=False), args, kwargs, method=True)
+            if not defined_by_modules and args and _on_device_tensor(args[0]) and kept_attribute(self.ctx, method):
+                # `model.encoder(images)` with `self.encoder = model_fun()` (a builder from a table): a layer that the
+                # model built, given a device input: it is where the model is, so the call is the model's
+                return self._call_module(node, replace(receiver, loss=False), args, kwargs, method=True)
             if _reading_method(self.ctx, method):  # several classes define it, and none changes its module
                 return UNKNOWN
             if tracked and (method not in SAFE_MODULE_USES or _assigns_state(node)):
@@ -2047,6 +2051,31 @@ def file_method(ctx: FileContext, name: str) -> ast.FunctionDef | None:
                     return None
                 found.append(stmt)
     return found[0] if len(found) == 1 else None
+
+
+def kept_attribute(ctx: FileContext, name: str) -> bool:
+    """Whether ``self.<name>`` is what a module class of the file builds in ``__init__`` by a call, not a method.
+
+    ``self.encoder = model_fun()``: what a call returns, kept by a module, is a layer of it (a function would be
+    kept by name: ``self.act = F.relu``). No class of the file defines a method of that name.
+    """
+    found = False
+    for cls_name, cls in ctx.kinds.classes.items():
+        if any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name for s in cls.body):
+            return False
+        if found or not ctx.kinds.class_is_module(cls_name):
+            continue
+        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if init is None or not init.args.args:
+            continue
+        me = init.args.args[0].arg
+        found = any(
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and any(dotted(t) == f"{me}.{name}" for t in node.targets)
+            for node in ast.walk(init)
+        )
+    return found
 
 
 def submodule_attribute(ctx: FileContext, name: str) -> bool:
