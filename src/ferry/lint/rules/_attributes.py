@@ -1,5 +1,8 @@
 """What ``Module.to`` never reaches: plain tensor attributes and plain containers of modules in a module class.
 
+Also the layers that a module class leaves behind when it moves its other layers itself (see
+:func:`left_behind`).
+
 Not a rule. ``Module.to``, ``.cuda()``, ``.parameters()`` and ``state_dict()`` see parameters, buffers and submodules
 registered on the module (assigned as ``nn.Module``/``nn.Parameter`` attributes, ``register_buffer``,
 ``nn.ModuleList``/``nn.ModuleDict``). A tensor kept as a plain attribute (``self.scale = torch.ones(4)``) and modules
@@ -14,7 +17,7 @@ import ast
 from dataclasses import dataclass
 
 from ferry.lint.context import FileContext, dotted
-from ferry.lint.torch_api import DATA_FACTORIES, FACTORIES, LAYERS_WITH_PARAMETERS, LEGACY_HOST, MOVES
+from ferry.lint.torch_api import DATA_FACTORIES, DTYPES, FACTORIES, LAYERS_WITH_PARAMETERS, LEGACY_HOST, MOVES
 
 #: Methods a class overrides when it moves its own attributes (a module's ``type`` only converts the dtype).
 _MOVING_METHODS = (MOVES - {"type"}) | {"_apply", "_load_from_state_dict"}
@@ -268,3 +271,211 @@ def _builds_parameterized(ctx: FileContext, node: ast.expr) -> bool:
         return True
     name = dotted(node.func)
     return name is not None and name in ctx.kinds.classes and ctx.kinds.class_is_module(name)
+
+
+@dataclass(frozen=True)
+class LeftBehind:
+    """``self.<attr> = nn.LSTM(...)`` in an ``__init__`` that moves the class's other layers itself, never moved."""
+
+    assign: ast.Assign
+    cls: str
+    attr: str
+    moved: ast.Call  # one of the moves of the other layers
+    other: str  # the layer it moves
+
+
+def left_behind(ctx: FileContext) -> list[LeftBehind]:
+    """Layers with weights that a self-moving module class builds and never moves.
+
+    A module class whose ``__init__`` moves some of its own layers (``self.lstm = self.lstm.cuda()`` under
+    ``if self.gpu:``, ``self.linear = nn.Linear(...).to(device)``), as NCRF++ and Real-Time-Voice-Cloning do, puts
+    its weights where it chooses; a layer with weights that it builds and never moves stays on the CPU. Only in
+    files that never move a module from outside its class's ``__init__`` (a ``model.to(device)`` there would move
+    every layer) and for classes that do not move themselves as a whole (``self.to(device)``).
+    """
+    return ctx.shared(_left_behind)
+
+
+def _left_behind(ctx: FileContext) -> list[LeftBehind]:
+    if "torch" not in ctx.source:
+        return []
+    found: list[LeftBehind] = []
+    for cls in ctx.nodes(ast.ClassDef):
+        if not ctx.kinds.class_is_module(cls.name) or ctx.kinds.classes.get(cls.name) is not cls:
+            continue
+        init = _methods(cls).get("__init__")
+        if init is None or not init.args.args:
+            continue
+        me = init.args.args[0].arg
+        moved: dict[str, ast.Call] = {}  # anywhere in the class
+        layers: dict[str, ast.Call] = {}  # the layers `__init__` moves: the class places its weights itself
+        whole = False
+        for method in _methods(cls).values():
+            for node in ast.walk(method):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _device_move(node)):
+                    continue
+                target = _moved_attribute(ctx, node, me if method is init else _first_arg(method))
+                if target == "":
+                    whole = True
+                elif target is not None:
+                    moved.setdefault(target, node)
+                    if method is init and _layer_attribute(ctx, init, me, target):
+                        layers.setdefault(target, node)
+        if whole or not layers or _instances_may_move(ctx, cls.name):
+            continue
+        other, first_move = min(layers.items(), key=lambda item: (item[1].lineno, item[1].col_offset))
+        for node in ast.walk(init):
+            if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+                continue
+            kept = node.targets[0]
+            if not (isinstance(kept, ast.Attribute) and dotted(kept.value) == me):
+                continue
+            if kept.attr in moved or not _builds_parameterized(ctx, node.value):
+                continue
+            name = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+            if name in ctx.kinds.classes and _moves_own_layers(ctx, name or ""):
+                continue  # a part that moves its own layers
+            found.append(LeftBehind(node, cls.name, kept.attr, first_move, other))
+    return found
+
+
+def _layer_attribute(ctx: FileContext, init: ast.AST, me: str, attr: str) -> bool:
+    """Whether ``__init__`` keeps a layer or a parameter as ``self.<attr>`` (not a plain tensor)."""
+    for node in ast.walk(init):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        if not (isinstance(target, ast.Attribute) and target.attr == attr and dotted(target.value) == me):
+            continue
+        value: ast.expr = node.value
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVES:
+            value = value.func.value  # `nn.Linear(...).to(device)`
+        full = ctx.call_name(value) if isinstance(value, ast.Call) else None
+        if _builds_parameterized(ctx, value) or full in ("torch.nn.Parameter", "torch.nn.ModuleList"):
+            return True
+    return False
+
+
+def _first_arg(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    return func.args.args[0].arg if func.args.args else "self"
+
+
+def _device_move(call: ast.Call) -> bool:
+    """``.cuda()``, ``.to(device)``: a move (``.to(torch.float32)``, ``.to(dtype=...)`` only convert)."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in MOVES or func.attr == "type":
+        return False
+    if func.attr != "to":
+        return True
+    if not call.args:
+        return any(k.arg == "device" for k in call.keywords)
+    first = dotted(call.args[0]) or ""
+    return not (first.startswith("torch.") and first.rpartition(".")[2] in DTYPES)
+
+
+def _moved_attribute(ctx: FileContext, call: ast.Call, me: str) -> str | None:
+    """The ``self.<attr>`` a move moves (``""``: ``self`` itself), or ``None``.
+
+    ``self.x.cuda()``, ``self.x[i] = self.x[i].cuda()``, ``self.x = nn.Linear(...).to(device)``.
+    """
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    while isinstance(receiver, ast.Subscript):
+        receiver = receiver.value
+    if isinstance(receiver, ast.Name) and receiver.id == me:
+        return ""
+    if isinstance(receiver, ast.Attribute) and dotted(receiver.value) == me:
+        return receiver.attr
+    parent = ctx.parent(call)
+    if isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1:
+        target = parent.targets[0]
+        while isinstance(target, ast.Subscript):
+            target = target.value
+        if isinstance(target, ast.Attribute) and dotted(target.value) == me:
+            return target.attr
+    return None
+
+
+def _moves_own_layers(ctx: FileContext, name: str, depth: int = 0) -> bool:
+    """Whether building the module class ``name`` of the file moves some of its own layers (three levels deep)."""
+    cls = ctx.kinds.classes.get(name)
+    init = _methods(cls).get("__init__") if cls is not None else None
+    if init is None or depth > 3:
+        return False
+    me = _first_arg(init)
+    for node in ast.walk(init):
+        if isinstance(node, ast.Call) and _device_move(node) and _moved_attribute(ctx, node, me) is not None:
+            return True
+        inner = dotted(node.func) if isinstance(node, ast.Call) else None
+        part = inner is not None and inner != name and inner in ctx.kinds.classes
+        if part and _moves_own_layers(ctx, inner or "", depth + 1):
+            return True
+    return False
+
+
+def _instances_may_move(ctx: FileContext, name: str) -> bool:
+    """Whether something may move a model that holds an instance of the module class ``name`` as a whole.
+
+    The classes that hold it (``name``, and the module classes of the file whose ``__init__`` builds one of those)
+    are built only into names (``model = SeqLabel(data)``) that are never moved and are handed only to functions of
+    the file that do not move the parameter they take them as, or to ``print``/``len``-like builtins; otherwise
+    (a construction passed on directly, returned, or handed to other code) it may be moved.
+    """
+    holders = {name}
+    for _ in range(4):
+        for other, cls in ctx.kinds.classes.items():
+            init = _methods(cls).get("__init__")
+            if other in holders or init is None or not ctx.kinds.class_is_module(other):
+                continue
+            if any(isinstance(n, ast.Call) and dotted(n.func) in holders for n in ast.walk(init)):
+                holders.add(other)
+    functions = {f.name: f for f in ctx.tree.body if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)}
+    for call in ctx.nodes(ast.Call):
+        if dotted(call.func) not in holders:
+            continue
+        func = ctx.enclosing_function(call)
+        owner = ctx.enclosing_class(func) if func is not None else None
+        if func is not None and func.name == "__init__" and owner is not None and owner.name in holders:
+            continue  # a part built by a holder: the holder is followed instead
+        parent = ctx.parent(call)
+        target = parent.targets[0] if isinstance(parent, ast.Assign) and len(parent.targets) == 1 else None
+        if not isinstance(target, ast.Name) or _name_may_move(ctx, target.id, func or ctx.tree, functions, 0):
+            return True
+    return False
+
+
+def _name_may_move(
+    ctx: FileContext,
+    name: str,
+    scope: ast.AST,
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    depth: int,
+) -> bool:
+    """Whether the model held by ``name`` in ``scope`` may be moved there or by what it is handed to."""
+    if depth > 3:
+        return True
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == name:
+            if func.attr in MOVES or func.attr in ("_apply", "apply"):
+                return True
+            continue
+        for i, arg in enumerate([*node.args, *(k.value for k in node.keywords)]):
+            if not (isinstance(arg, ast.Name) and arg.id == name):
+                continue
+            callee = functions.get(dotted(func) or "")
+            if isinstance(func, ast.Name) and func.id in _READING_BUILTINS:
+                continue
+            if callee is None or i >= len(node.args):
+                return True
+            params = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args]]
+            if i >= len(params) or _name_may_move(ctx, params[i], callee, functions, depth + 1):
+                return True
+    return False
+
+
+#: Builtins that only read the model they are given.
+_READING_BUILTINS = frozenset({"print", "len", "repr", "str", "isinstance", "type", "id", "hasattr", "getattr"})

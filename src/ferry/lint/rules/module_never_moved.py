@@ -57,11 +57,12 @@ y = model(x)
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from ferry.lint.context import FileContext
 from ferry.lint.model import Finding, Rule
-from ferry.lint.rules._attributes import unregistered
+from ferry.lint.rules._attributes import left_behind, unregistered
 from ferry.lint.rules._placement import reports
 
 
@@ -77,6 +78,22 @@ def check(ctx: FileContext) -> Iterator[Finding]:
             f"`.parameters()` and `state_dict()` never see them, so they stay on the CPU, are not trained and are "
             f"not saved; fix: `self.{plain.attr} = {wrapper}(...)` around the same {plain.container}",
         )
+    for behind in left_behind(ctx):
+        yield Finding(
+            behind.assign,
+            message=f"`self.{behind.attr}` is built in `{behind.cls}.__init__` and never moved, but `{behind.cls}` "
+            f"moves its other layers itself (`self.{behind.other}`, line {behind.moved.lineno}) and nothing moves the "
+            f"whole model: `self.{behind.attr}` stays on the CPU while its inputs are on the device; fix: move it the "
+            f"same way (`self.{behind.attr} = self.{behind.attr}.{_how(behind.moved)}`), or move the whole model once",
+        )
+
+
+def _how(move: ast.Call) -> str:
+    """The move as written, to repeat on another layer: ``cuda()``, ``to(device)``."""
+    func = move.func
+    if isinstance(func, ast.Attribute) and func.attr == "to" and move.args:
+        return f"to({ast.unparse(move.args[0])})"
+    return f"{func.attr}()" if isinstance(func, ast.Attribute) else "to(device)"
 
 
 RULE = Rule(
