@@ -622,6 +622,9 @@ class CallsMixin(DevicesMixin):
                 return Val("module", made_here, fresh=made_here == HOST, params=False)
             if feeds is not None:  # it moves its inputs to a device it is given, and leaves its weights where built
                 return Val("module", made_here, fresh=made_here == HOST, params=params, feeds=feeds)
+            placed = self._built_on(full, node) if aware and devices_given else None
+            if placed is not None:  # `SpeakerEncoder(device, loss_device)` moving each layer `.to(device)`
+                return Val("module", placed[0], dev=placed[1], params=params)
             if aware or (devices_given and not self._device_kept_only(full, node)):
                 return Val("module", params=params)
             return Val("module", made_here, fresh=made_here == HOST, params=params)
@@ -1197,6 +1200,68 @@ class CallsMixin(DevicesMixin):
             if "device" not in param.lower() or self._places_weights(cls, init, param):
                 return False
         return True
+
+    def _built_on(self, name: str, node: ast.Call) -> tuple[str, str] | None:
+        """Where a module class of the file that builds each of its layers on a device it is given is built.
+
+        Its ``__init__`` moves every layer with weights that it keeps to the same parameter (``self.lstm =
+        nn.LSTM(...).to(device)``, ``self.fc = self.fc.to(device)``; an ``nn.Parameter`` may go elsewhere, as a loss
+        device); the construction's argument for it says where (``SpeakerEncoder(device, loss_device)``), with how
+        it is written. ``None`` when a layer is not moved, layers go to different parameters, or the argument's
+        place is not known. Only classes whose only base is ``nn.Module``.
+        """
+        cls = self.ctx.kinds.classes.get(name)
+        if cls is None or [self.ctx.qualname(b) for b in cls.bases] != ["torch.nn.Module"]:
+            return None
+        init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+        if init is None or not init.args.args:
+            return None
+        me = init.args.args[0].arg
+        names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+        layers: set[str] = set()
+        moved: dict[str, set[str]] = {}
+        for stmt in ast.walk(init):
+            if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+                continue
+            target = stmt.targets[0]
+            if not (isinstance(target, ast.Attribute) and dotted(target.value) == me):
+                continue
+            value: ast.expr = stmt.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MOVES:
+                if value.func.attr == "to" and value.args and isinstance(value.args[0], ast.Name):
+                    moved.setdefault(target.attr, set()).add(value.args[0].id)
+                value = value.func.value
+            full = self.ctx.call_name(value) if isinstance(value, ast.Call) else None
+            if full in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                moved.pop(target.attr, None)
+                continue
+            if isinstance(value, ast.Call) and self._builds_layer_with_weights(value):
+                layers.add(target.attr)
+        for call in ast.walk(init):  # `self.fc.to(device)` as a statement
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "to":
+                owner = call.func.value
+                to = call.args[0] if call.args else None
+                if isinstance(owner, ast.Attribute) and dotted(owner.value) == me and isinstance(to, ast.Name):
+                    moved.setdefault(owner.attr, set()).add(to.id)
+        if not layers or any(layer not in moved for layer in layers):
+            return None
+        used = set().union(*(moved[layer] for layer in layers))
+        if len(used) != 1 or next(iter(used)) not in names:
+            return None
+        param = next(iter(used))
+        index = names.index(param)
+        arg = node.args[index] if index < len(node.args) else None
+        arg = next((k.value for k in node.keywords if k.arg == param), arg)
+        where = self.device_where(arg) if arg is not None else None
+        return (where, self.segment(arg)) if where is not None and arg is not None else None
+
+    def _builds_layer_with_weights(self, call: ast.Call) -> bool:
+        """``nn.LSTM(...)``, ``nn.Sequential(...)`` or a module class of the file that holds weights."""
+        full = self.ctx.call_name(call) or ""
+        if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in LAYERS_WITH_PARAMETERS | {"Sequential"}:
+            return True
+        name = dotted(call.func)
+        return name is not None and name in self.ctx.kinds.classes and bool(self._class_info(name)[0])
 
     def _places_weights(self, cls: ast.ClassDef, init: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
         """Whether the device that ``__init__`` takes as ``name`` may place the module's weights.
