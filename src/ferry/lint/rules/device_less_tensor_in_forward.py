@@ -288,9 +288,17 @@ class Flow:
 
     def _names_host(self, func: ast.AST) -> bool:
         if func not in self._host_aware:
+            # `torch.device("cuda") if features.is_cuda else torch.device("cpu")`: the input's device, spelled out
+            follows = {
+                inner
+                for n in _walk_body(func)
+                if isinstance(n, ast.IfExp)
+                and any(isinstance(t, ast.Attribute) and t.attr in ("is_cuda", "device") for t in ast.walk(n.test))
+                for inner in ast.walk(n)
+            }
             self._host_aware[func] = any(
                 (isinstance(n, ast.Attribute) and n.attr in ("cpu", "pin_memory", "share_memory_"))
-                or (isinstance(n, ast.Constant) and n.value == "cpu")
+                or (isinstance(n, ast.Constant) and n.value == "cpu" and n not in follows)
                 for n in _walk_body(func)
             )
         return self._host_aware[func]
@@ -896,6 +904,9 @@ class Flow:
             return receiver
         if func.attr == "cpu":
             return None
+        target = node.args[0] if node.args else keyword(node, "device")
+        # `.to(features.device)`, `.type_as(x)`, `.to(device)` with `device` chosen by `x.is_cuda`: the input's device
+        follows = self._input_device(target) if func.attr in ("to", "type_as") and target is not None else None
         here = self.ctx.enclosing_function(node)
         if here is not None and _initialisation(here.name):
             return None  # `_init_weights`: built once on the CPU and copied into the parameter, not at every call
@@ -903,6 +914,34 @@ class Flow:
             for origin in sorted(receiver.origins, key=_position):
                 if self.ctx.enclosing_function(origin) is not here:
                     self.meetings.setdefault(origin, Meeting(origin, node, "copied"))
+        return follows
+
+    def _input_device(self, target: ast.expr, depth: int = 0) -> Dev | None:
+        """The input whose device a move's target names.
+
+        ``x.device``, ``x`` itself (``.to(x)``, ``.type_as(x)``), or a name bound to one of those or to
+        ``torch.device("cuda") if x.is_cuda else torch.device("cpu")``.
+        """
+        if depth > 3:
+            return None
+        if isinstance(target, ast.Name):
+            bound = binding(self.ctx, target.id, target)
+            if bound is not None and bound.parameter is None and bound.source[0] == "expr":
+                value = bound.source[1]
+                if isinstance(value, ast.expr):
+                    return self._input_device(value, depth + 1)
+        if isinstance(target, ast.Attribute) and target.attr == "device":
+            owner = self.dev(target.value)
+            return owner if owner is not None and owner.where == "input" else None
+        if isinstance(target, ast.IfExp):
+            test = target.test
+            if isinstance(test, ast.Attribute) and test.attr == "is_cuda":
+                owner = self.dev(test.value)
+                return owner if owner is not None and owner.where == "input" else None
+            return None
+        if isinstance(target, ast.Name | ast.Attribute | ast.Subscript | ast.Call):
+            owner = self.dev(target)
+            return owner if owner is not None and owner.where == "input" else None
         return None
 
     def _sized_by_input(self, value: ast.AST) -> bool:
