@@ -333,7 +333,7 @@ def _left_behind(ctx: FileContext) -> list[LeftBehind]:
             if kept.attr in moved or not _builds_parameterized(ctx, node.value):
                 continue
             name = dotted(node.value.func) if isinstance(node.value, ast.Call) else None
-            if name in ctx.kinds.classes and _moves_own_layers(ctx, name or ""):
+            if name in ctx.kinds.classes and moves_own_layers(ctx, name or ""):
                 continue  # a part that moves its own layers
             found.append(LeftBehind(node, cls.name, kept.attr, first_move, other))
     return found
@@ -397,8 +397,13 @@ def _moved_attribute(ctx: FileContext, call: ast.Call, me: str) -> str | None:
     return None
 
 
-def _moves_own_layers(ctx: FileContext, name: str, depth: int = 0) -> bool:
-    """Whether building the module class ``name`` of the file moves some of its own layers (three levels deep)."""
+def moves_own_layers(ctx: FileContext, name: str, depth: int = 0) -> bool:
+    """Whether building the module class ``name`` of the file moves some of its own layers (three levels deep).
+
+    Its ``__init__`` moves ``self``, a part of it (``self.word_embedding = self.word_embedding.cuda()``, ``self.x[i]
+    = self.x[i].cuda()``) or a layer it keeps (``self.fc = nn.Linear(...).to(device)``), or builds a module class of
+    the file that does. A dtype conversion is no move.
+    """
     cls = ctx.kinds.classes.get(name)
     init = _methods(cls).get("__init__") if cls is not None else None
     if init is None or depth > 3:
@@ -409,7 +414,7 @@ def _moves_own_layers(ctx: FileContext, name: str, depth: int = 0) -> bool:
             return True
         inner = dotted(node.func) if isinstance(node, ast.Call) else None
         part = inner is not None and inner != name and inner in ctx.kinds.classes
-        if part and _moves_own_layers(ctx, inner or "", depth + 1):
+        if part and moves_own_layers(ctx, inner or "", depth + 1):
             return True
     return False
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ferry.lint.context import FileContext, dotted
+from ferry.lint.rules._attributes import moves_own_layers
 from ferry.lint.rules._placement_devices import DevicesMixin
 from ferry.lint.rules._placement_values import (
     CHECKED_LOSSES,
@@ -1127,7 +1128,7 @@ class CallsMixin(DevicesMixin):
                     params = params or part_params
                     # a part that moves its own layers when it is built (`if self.gpu: self.lstm = self.lstm.cuda()`)
                     # puts some of this module's weights where it chooses
-                    aware = aware or self._moves_own_layers(full)
+                    aware = aware or moves_own_layers(self.ctx, full)
                 elif full.startswith("torch.") and full.rsplit(".", 1)[-1] in HOST_TARGET_LOSSES:
                     host_loss = True
                 elif isinstance(func, ast.Name) and self._layer_factory(func.id):
@@ -1136,31 +1137,6 @@ class CallsMixin(DevicesMixin):
             params = False  # a wrapper of `F.ctc_loss`: its targets and lengths may stay on the host
         self._classes[name] = (params, aware)
         return params, aware
-
-    def _moves_own_layers(self, name: str, depth: int = 0) -> bool:
-        """Whether building the module class ``name`` of the file moves some of its weights.
-
-        Its ``__init__`` moves ``self`` or a part of it (``self.word_embedding = self.word_embedding.cuda()``), or
-        builds a module class of the file that does (three levels deep at most). A dtype conversion is no move.
-        """
-        cls = self.ctx.kinds.classes.get(name)
-        if cls is None or depth > 3:
-            return False
-        init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
-        if init is None:
-            return False
-        for node in ast.walk(init):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            if isinstance(func, ast.Attribute) and func.attr in MOVES and not self._converts_only(node):
-                moved = func.value.value if isinstance(func.value, ast.Subscript) else func.value  # `self.cnn[i]`
-                if (dotted(moved) or ".").split(".")[0] == "self":
-                    return True
-            full = self.ctx.qualname(func) or ""
-            if full in self.ctx.kinds.classes and full != name and self._moves_own_layers(full, depth + 1):
-                return True
-        return False
 
     def _layer_factory(self, name: str) -> bool:
         """Whether ``name`` is a function of the file that returns layers with parameters it builds.
