@@ -669,6 +669,38 @@ def test_batchnorm_model_with_a_loss_under_no_grad_is_reported_and_sampling_is_n
     assert [("inference-in-train-mode", line + 18)] == [(f.kind, f.where.line) for f in report.findings]
 
 
+def _gan_steps(generator: nn.Module, steps: int) -> None:
+    """A GAN's steps: the discriminator on `with torch.no_grad(): fake = generator(z)`, then the generator."""
+    discriminator = nn.Sequential(nn.Linear(3, 8), nn.LeakyReLU(0.2), nn.Dropout(0.3), nn.Linear(8, 1))
+    opt_d = torch.optim.SGD(discriminator.parameters(), lr=0.1)
+    opt_g = torch.optim.SGD(generator.parameters(), lr=0.1)
+    bce = nn.BCEWithLogitsLoss()
+    for _ in range(steps):
+        with torch.no_grad():  # the generator stays in training mode on purpose
+            fake = generator(torch.randn(4, 4))
+        real = bce(discriminator(torch.randn(4, 3)), torch.ones(4, 1))
+        d_loss = real + bce(discriminator(fake), torch.zeros(4, 1))
+        opt_d.zero_grad()
+        d_loss.backward()
+        opt_d.step()
+        g_loss = bce(discriminator(generator(torch.randn(4, 4))), torch.ones(4, 1))
+        opt_g.zero_grad()
+        g_loss.backward()
+        opt_g.step()
+
+
+def test_generator_output_for_a_discriminator_step_is_not_reported():
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        _gan_steps(_norm_net(), 3)
+        evaluated = _norm_net()
+        _train_steps(evaluated)
+        with torch.no_grad():  # still reported: scored by a loss directly
+            nn.functional.cross_entropy(evaluated(torch.randn(4, 4)), torch.tensor([0, 1, 2, 0]))
+    line = test_generator_output_for_a_discriminator_step_is_not_reported.__code__.co_firstlineno
+    assert [("inference-in-train-mode", line + 7)] == [(f.kind, f.where.line) for f in report.findings]
+
+
 def test_batchnorm_model_scored_by_a_loss_module_of_the_users_is_reported():
     # Real NVP's test() without net.eval(): `loss = loss_fn(z, sldj)` with `loss_fn = RealNVPLoss()` under no_grad
 

@@ -20,7 +20,9 @@ Two shapes, chosen to stay quiet in normal training:
   or is compared with another tensor
   (``criterion(outputs, targets)``, ``predicted.eq(targets)``). Running BatchNorm in training mode under
   ``no_grad`` is otherwise a known technique (sampling a GAN generator, recomputing the statistics with
-  ``momentum=None`` as ``torch.optim.swa_utils.update_bn`` does), and is left alone.
+  ``momentum=None`` as ``torch.optim.swa_utils.update_bn`` does), and is left alone; so is an output given to
+  another model that is training (a GAN's discriminator step: ``with torch.no_grad(): fake = G(z)``, then
+  ``D(fake)`` into the discriminator's loss).
 
 Dropout then zeroes random activations and BatchNorm uses (and updates) batch statistics, so each call gives a
 different answer. Calling ``model.eval()`` (or ``model.train()``, to say training is meant) ends the watch.
@@ -133,13 +135,21 @@ class TrainModeWatch:
         """A root module gets ``args``: a loss module scores watched outputs as a loss function does.
 
         A ``torch.nn`` loss, or a module of the user's named for one (``RealNVPLoss()(z, sldj)``); see
-        :meth:`scored`.
+        :meth:`scored`. A module that trains (training mode, grad enabled, trainable weights) takes watched outputs
+        as its training data: they are no longer watched.
         """
         if not self.suspects:
             return
         name = type(module).__name__
         if isinstance(module, nn.modules.loss._Loss) or name.endswith(("Loss", "Criterion")):
             self.scored(_Named(name), args if isinstance(args, tuple) else (args,), {}, None)
+            return
+        if module.training and torch.is_grad_enabled() and any(p.requires_grad for p in module.parameters()):
+            # a GAN's discriminator step (`with torch.no_grad(): fake = G(z)`, then `D(fake)` trains D): the output
+            # is training data for another model, which scores it on purpose
+            for leaf in tree_leaves(args):
+                if isinstance(leaf, torch.Tensor) and self._suspect(leaf) is not None:
+                    self.suspects.pop(id(leaf), None)
 
     def root_forward(self, module: nn.Module) -> None:
         """A root module's forward starts (cheap when ``module`` is not watched)."""
