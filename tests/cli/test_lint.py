@@ -300,6 +300,13 @@ def test_diff_writes_nothing_and_exits_1(project: Path, capsys: pytest.CaptureFi
     assert (0, "", "No fixes to make in 1 file.\n") == lint(capsys, "--diff", "src/clean.py")
 
 
+def test_diff_reports_a_file_that_does_not_parse(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (project / "src" / "broken.py").write_text("import torch\nx = torch.randn(3\n")
+    code, out, err = lint(capsys, "--diff", "src/broken.py")
+    assert (1, "") == (code, out)
+    assert "src/broken.py:2:" in err and "FRY000 cannot parse" in err
+
+
 def test_config_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "pyproject.toml").write_text(
         '[tool.ferry.lint]\nselect = ["FRY001"]\nexclude = ["*.ipynb"]\n'

@@ -74,6 +74,21 @@ def test_run_usage_errors(tmp_path, capsys):
     assert 2 == main(["run", "--on-error", "ignore", str(tmp_path / "missing.py")])
 
 
+def test_run_a_folder_with_a_main_as_python_does(tmp_path, capsys):
+    folder = tmp_path / "app"
+    folder.mkdir()
+    (folder / "helper.py").write_text("ANSWER = 7\n")
+    (folder / "__main__.py").write_text("import sys\nfrom helper import ANSWER\nprint(ANSWER, sys.argv[1:])\n")
+    assert 0 == main(["run", "--sanitize", str(folder), "--flag"])
+    assert "7 ['--flag']" in capsys.readouterr().out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert 2 == main(["run", str(empty)])
+    assert "is a folder with no __main__.py" in capsys.readouterr().err
+    assert 2 == main(["run"])
+    assert "no script given" in capsys.readouterr().err
+
+
 def test_python_m_ferry_run(tmp_path):
     import subprocess
 

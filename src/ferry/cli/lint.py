@@ -7,7 +7,7 @@ parses the command line, wires them together and picks the exit code.
 Exit codes:
     0   no problems (with ``--fix``: none left; with ``--diff``: nothing to fix).
     1   problems found (files that do not parse or cannot be read count, as ``FRY000``); with ``--diff``: there
-        are fixes to make.
+        are fixes to make, or a file could not be read or parsed (its ``FRY000`` goes to stderr).
     2   usage error (unknown option or rule, a path that does not exist, a bad ``[tool.ferry.lint]``), or an
         internal error (a rule crashed on a file: the other files are still linted and reported).
 """
@@ -263,10 +263,18 @@ def _run(args: argparse.Namespace) -> int:
 
     stdin_fix = args.fix and not args.diff and paths == ["-"]
     out: list[str] = []
+    unparsed = [r for r in results if any(d.code == "FRY000" for d in r.diagnostics)]
     if args.diff:
         from ferry.lint.fix import unified_diff
+        from ferry.lint.report import text_report
 
         out.extend(unified_diff(r.original, r.source) for r in results if r.original and r.source)
+        if unparsed:  # a file that cannot be read or parsed has no fixes, but it is not fine: say so on stderr
+            sys.stderr.write(
+                text_report(
+                    [replace(r, diagnostics=[d for d in r.diagnostics if d.code == "FRY000"]) for r in unparsed]
+                )
+            )
     elif args.statistics:
         _print_statistics(results, args, out)
     elif args.format == "json":
@@ -295,7 +303,7 @@ def _run(args: argparse.Namespace) -> int:
     if crashed:
         return 2
     if args.diff:
-        return 1 if any(r.fixed for r in results) else 0
+        return 1 if unparsed or any(r.fixed for r in results) else 0
     return 1 if any(r.diagnostics for r in results) else 0
 
 

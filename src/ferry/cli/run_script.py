@@ -49,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--device-count", type=int, default=None, metavar="N", help="how many pretend GPUs (with --pretend; default 1)"
     )
-    parser.add_argument("script", help="the Python file to run")
+    parser.add_argument(
+        "script", nargs="?", help="the Python file to run (or a folder with a __main__.py, as `python FOLDER` runs it)"
+    )
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script as sys.argv[1:]")
     return parser
 
@@ -66,8 +68,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if options.script is None:
+        print(
+            "ferry run: no script given: `ferry run [--sanitize] [--pretend cuda] SCRIPT [ARGS ...]`.", file=sys.stderr
+        )
+        return 2
     script = os.path.abspath(options.script)
-    if not os.path.isfile(script):
+    if os.path.isdir(script) and not os.path.isfile(os.path.join(script, "__main__.py")):
+        print(
+            f"ferry run: {options.script} is a folder with no __main__.py. Give the path of a Python script, or of a "
+            "folder with a __main__.py.",
+            file=sys.stderr,
+        )
+        return 2
+    if not os.path.isfile(script) and not os.path.isdir(script):
         print(f"ferry run: {options.script}: no such file. Give the path of a Python script.", file=sys.stderr)
         return 2
     device_count = 1 if options.device_count is None else options.device_count
@@ -85,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         pretend_module.MORE_GPUS = more
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [options.script, *options.args]
-    sys.path.insert(0, os.path.dirname(script))
+    sys.path.insert(0, script if os.path.isdir(script) else os.path.dirname(script))  # as `python SCRIPT` does
     try:
         with ExitStack() as stack:
             if options.sanitize:
