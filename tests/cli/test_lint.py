@@ -304,7 +304,8 @@ def test_diff_reports_a_file_that_does_not_parse(project: Path, capsys: pytest.C
     (project / "src" / "broken.py").write_text("import torch\nx = torch.randn(3\n")
     code, out, err = lint(capsys, "--diff", "src/broken.py")
     assert (1, "") == (code, out)
-    assert "src/broken.py:2:" in err and "FRY000 cannot parse" in err
+    assert "src/broken.py:2:" in err
+    assert "FRY000 cannot parse" in err
 
 
 def test_config_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -251,3 +251,28 @@ def test_placement_fixes_name_a_device_the_fixed_scope_can_reach() -> None:
     (found,) = [d for d in lint_source(source) if d.code == "FRY006"]
     assert "`state = state.to(args.device)`" not in found.message
     assert "fix: `state = state.to(device)` before this line" in found.message
+
+
+_TRAINER = """
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self, model):
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.model = model
+
+    def step(self, x):
+        return self.model(x.to(self.device))
+
+
+Trainer(nn.Linear(8, 1)).step(torch.randn(2, 8))
+"""
+
+
+def test_a_model_kept_by_a_trainer_is_kept_not_built_there() -> None:
+    # `self.model = model` in a trainer's `__init__`: the model was built by the caller, the trainer keeps it
+    (found,) = [d for d in lint_source(_TRAINER) if d.code == "FRY007"]
+    assert found.message.startswith("`self.model` is kept here and never moved")
+    assert found.message.endswith("fix: `self.model.to(self.device)` after keeping it")

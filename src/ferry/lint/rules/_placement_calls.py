@@ -1442,11 +1442,14 @@ class CallsMixin(DevicesMixin):
             if len(targets) == 1 and isinstance(targets[0], ast.Name) and targets[0].id != callee:
                 built = targets[0].id  # built by a caller, used here under another name
             used = f" as `{callee}`" if built != callee else ""
+            value = origin.value if isinstance(origin, ast.Assign) else None
+            kept = isinstance(value, ast.Name | ast.Attribute)  # `self.model = model`: built elsewhere, kept here
+            made, after = ("kept here", "keeping it") if kept else ("built here", "building it")
             self.report(
                 "FRY007",
                 origin,
-                f"`{built}` is built here and never moved, but its input `{self.label(first, first_node)}` is on "
-                f"`{where}` (line {line(node)}{used}); fix: `{built}.to({fix_where})` after building it",
+                f"`{built}` is {made} and never moved, but its input `{self.label(first, first_node)}` is on "
+                f"`{where}` (line {line(node)}{used}); fix: `{built}.to({fix_where})` after {after}",
             )
             return UNKNOWN
         return Val("output", HOST) if first.what in TENSORISH and first.where == HOST else UNKNOWN
