@@ -701,6 +701,36 @@ def test_generator_output_for_a_discriminator_step_is_not_reported():
     assert [("inference-in-train-mode", line + 7)] == [(f.kind, f.where.line) for f in report.findings]
 
 
+class _SwitchesItsOwnMode(nn.Module):
+    """Tacotron's forward: `self.eval()` when it makes ground-truth-aligned features, else `self.train()`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.Linear(8, 2))
+
+    def forward(self, x: torch.Tensor, generate_gta: bool = False) -> torch.Tensor:
+        if generate_gta:
+            self.eval()
+        else:
+            self.train()
+        return self.net(x)
+
+
+def test_a_forward_that_switches_its_own_mode_decides_it():
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        model = _SwitchesItsOwnMode()
+        model.load_state_dict(_SwitchesItsOwnMode().state_dict())
+        with torch.no_grad():
+            model(torch.randn(4, 4), generate_gta=True)  # switched to eval() by its forward: meant
+        other = _SwitchesItsOwnMode()
+        other.load_state_dict(model.state_dict())
+        with torch.no_grad():
+            other(torch.randn(4, 4))  # switched to train() by its forward: inference in training mode
+    line = test_a_forward_that_switches_its_own_mode_decides_it.__code__.co_firstlineno
+    assert [("inference-in-train-mode", line + 10)] == [(f.kind, f.where.line) for f in report.findings]
+
+
 def test_batchnorm_model_scored_by_a_loss_module_of_the_users_is_reported():
     # Real NVP's test() without net.eval(): `loss = loss_fn(z, sldj)` with `loss_fn = RealNVPLoss()` under no_grad
 

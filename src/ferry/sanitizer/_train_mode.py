@@ -101,6 +101,11 @@ class TrainModeWatch:
         self._trained_in: weakref.WeakKeyDictionary[nn.Module, CodeType | None] = weakref.WeakKeyDictionary()
         #: trained modules a function named for evaluation called with grad enabled, no backward since: where, name
         self._evaluated: weakref.WeakKeyDictionary[nn.Module, tuple[SourceLine, str]] = weakref.WeakKeyDictionary()
+        #: root modules called under no_grad in training mode, reported when their forward returns still in it:
+        #: ("trained" or "loaded", where, the active layers)
+        self._deferred: weakref.WeakKeyDictionary[nn.Module, tuple[str, SourceLine, list[str]]] = (
+            weakref.WeakKeyDictionary()
+        )
         #: BatchNorm-only modules called under no_grad in training mode after training: whose output to watch
         self._scored: weakref.WeakKeyDictionary[nn.Module, tuple[SourceLine, list[str], str]] = (
             weakref.WeakKeyDictionary()
@@ -156,7 +161,9 @@ class TrainModeWatch:
         if module not in self._loaded:
             if module in self._trained and module.training:
                 if not torch.is_grad_enabled():
-                    self._after_training(module, None)
+                    frame = user_frame(2)
+                    if frame is not None:  # reported when it returns, still in training mode (see `root_output`)
+                        self._deferred[module] = ("trained", source_line(frame), [])
                     return
                 evaluated = self._evaluated.pop(module, None)
                 if evaluated is not None:  # called again by evaluation code, and no backward since the last call
@@ -181,7 +188,7 @@ class TrainModeWatch:
         if torch.is_grad_enabled():
             self._pending[module] = (where, layers)
         else:
-            self._report(module, where, layers)
+            self._deferred[module] = ("loaded", where, layers)
 
     def _after_training(self, module: nn.Module, called: SourceLine | None = None, evaluating: str = "") -> None:
         """Report (or, BatchNorm only, watch) a trained module called in training mode for evaluation.
@@ -227,7 +234,18 @@ class TrainModeWatch:
         )
 
     def root_output(self, module: nn.Module, output: Any) -> None:
-        """A root module's forward returned: a backward through ``output`` means it is training."""
+        """A root module's forward returned: a backward through ``output`` means it is training.
+
+        A call under ``no_grad`` in training mode is reported here, when the module is still in training mode: a
+        forward that switches its own mode (Tacotron's ``self.eval()`` when ``generate_gta``) meant it.
+        """
+        deferred = self._deferred.pop(module, None)
+        if deferred is not None and module.training:
+            shape, where, layers = deferred
+            if shape == "trained":
+                self._after_training(module, where)
+            else:
+                self._report(module, where, layers)
         scored = self._scored.pop(module, None)
         if scored is not None:
             self._watch(output, (type(module).__name__, *scored))
