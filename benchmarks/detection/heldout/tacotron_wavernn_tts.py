@@ -27,7 +27,9 @@ set files are written by `preprocess` in a temporary folder; the text front end 
 keeps the TTS paths; plots are ``np.save``d, progress is plain; ``num_workers=0``; the BinnedLengthSampler
 (``tts_bin_lengths``) and `num_params` are left out; ``tts_clip_grad_norm`` is None because the repository's
 ``np.isnan(grad_norm)`` fails on a CUDA ``grad_norm`` with torch >= 1.5 (fatchord/WaveRNN issue #201); ``generate``
-stops after 48 decoder steps.
+stops after 48 decoder steps; `create_gta_features` passes ``generate_gta=True``, which `Tacotron.forward` needs
+to stay in eval mode (the repository's call leaves it out, so the model makes its GTA features in training mode:
+`ferry run --sanitize` reports that bug of the original as inference-in-train-mode).
 Shrunk: 24 utterances of 8-20 characters, lstm 512 -> 128, encoder K 16 -> 4, postnet K 8 -> 4, 2 highways, a
 two-session schedule (r=2 to step 6, r=1 to step 14, batch 4).
 """
@@ -609,7 +611,7 @@ def create_gta_features(model: Tacotron, train_set, save_path: Path):
     iters = len(train_set)
     for i, (x, mels, ids, mel_lens) in enumerate(train_set, 1):
         x, mels = x.to(device), mels.to(device)
-        with torch.no_grad(): _, gta, _ = model(x, mels)
+        with torch.no_grad(): _, gta, _ = model(x, mels, generate_gta=True)
         gta = gta.cpu().numpy()
         for j, item_id in enumerate(ids):
             mel = gta[j][:, :mel_lens[j]]
