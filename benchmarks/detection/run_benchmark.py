@@ -209,6 +209,19 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("speaker_encoder_ge2e.py", "FRY003", 377): "torch.load(state_fpath) without map_location",
     ("audioset_tagging_cnn14.py", "FRY003", 769): "torch.load(resume_checkpoint_path) without map_location",
     ("ncrfpp_ner.py", "FRY003", 856): "torch.load(data.load_model_dir) without map_location",
+    # held-out round 16: the authors' torch.load without map_location, whole models pickled (pytorch-retinanet), a
+    # DataParallel state_dict saved with `module.` keys, and pytorch-pose's `--flip` path, which calls `.numpy()` on
+    # the input after moving it to the GPU (off by default, so the program never runs it)
+    ("retinanet_csv.py", "FRY004", 570): "torch.save(retinanet.module, ...) of the whole model",
+    ("retinanet_csv.py", "FRY004", 572): "torch.save(retinanet, ...) of the whole model",
+    ("retinanet_csv.py", "FRY003", 577): "torch.load(model_path) without map_location",
+    ("monodepth2_selfsup.py", "FRY003", 658): "torch.load(path) without map_location",
+    ("monodepth2_selfsup.py", "FRY003", 665): "torch.load(optimizer_load_path) without map_location",
+    ("tacotron_wavernn_tts.py", "FRY003", 425): "torch.load(path_dict['o']) without map_location",
+    ("kge_rotate.py", "FRY003", 464): "torch.load(f) without map_location",
+    ("pose_hourglass_mpii.py", "FRY003", 480): "torch.load(args.resume) without map_location",
+    ("pose_hourglass_mpii.py", "FRY009", 519): "checkpoint['state_dict']: the DataParallel model's state_dict",
+    ("pose_hourglass_mpii.py", "FRY012", 572): "fliplr(input.clone().numpy()) after input was moved to the GPU",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

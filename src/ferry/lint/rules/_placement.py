@@ -755,6 +755,7 @@ class _Flow(CallsMixin):
         self._module_attributes: dict[ast.ClassDef, dict[str, Val]] = {}
         self._module_bound: set[str] | None = None
         self.later_pass = 0  # reading a loop's body as its second pass sees it (see `_second_pass`)
+        self.cpu_only = 0  # how many of the branches being read run only without an accelerator (see `_if`)
         self._loops: list[ast.stmt] = []
         #: what each construction of a plain class of the file passes (``Trainer(model, dataset)`` in ``main``), one
         #: entry per reading of the scope that makes it: for the instance's attributes (see :meth:`_constructed_with`)
@@ -1723,10 +1724,17 @@ class _Flow(CallsMixin):
         self.ev(stmt.test)
         before = self.env
         self.env = dict(before)
+        side = self._accelerator_branch(stmt.test)
+        # the branch that runs only without an accelerator (`else:` of `if torch.cuda.is_available():`) cannot meet
+        # a device value there: nothing in it is reported
+        self.cpu_only += side is False
         body_leaves = self._block(stmt.body)
+        self.cpu_only -= side is False
         after_body = self.env
         self.env = dict(before)
+        self.cpu_only += side is True
         else_leaves = self._block(stmt.orelse)
+        self.cpu_only -= side is True
         after_else = self.env
         if body_leaves and else_leaves:
             return True
@@ -1744,7 +1752,6 @@ class _Flow(CallsMixin):
                     # `if ckpt is None: model = Net()` / `else: model = torch.load(ckpt)["model"]`: on the path
                     # that builds it, the model is on the host until something moves it
                     merged[key] = built
-            side = self._accelerator_branch(stmt.test)
             if side is not None:  # on a GPU, the branch that runs there decides where values are
                 gpu = after_body if side else after_else
                 for key in list(merged):
@@ -2056,7 +2063,9 @@ class _Flow(CallsMixin):
             return
         if isinstance(target, ast.Subscript):
             owner = dotted(target.value)
-            if owner is not None and owner in self.env and self.env[owner].what in ("seq", "dict", "tuple"):
+            held = self.env.get(owner) if owner is not None else None
+            if owner is not None and held is not None and held.what in ("seq", "dict", "tuple", "batch"):
+                # `inputs[key] = ipt.to(device)` in a loop over a batch's items: what it holds is not known now
                 self.env[owner] = UNKNOWN
             elif owner is not None and stmt is not None:
                 self._replace_layer(owner, target, val, stmt, self.env.get(owner))  # `model[2] = nn.Linear(8, 3)`
@@ -2792,7 +2801,7 @@ class _Flow(CallsMixin):
 
     def report(self, code: str, node: ast.AST, message: str) -> None:
         """Record a finding (once per rule and line; not during the first, silent reading of a loop body)."""
-        if self.returns is not None:  # a function read for its return value reports nothing
+        if self.returns is not None or self.cpu_only:  # read for its return value, or a branch for CPU-only machines
             return
         if self.silent and not (code in _FIRST_PASS_CODES and self.silent == self.first_pass):
             return  # a value meeting another on the loop's first pass meets it as it was before the loop

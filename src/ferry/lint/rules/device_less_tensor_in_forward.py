@@ -87,6 +87,7 @@ from ferry.lint.rules._tensors import (
     returned_values,
 )
 from ferry.lint.torch_api import (
+    AVAILABILITY_CHECKS,
     COMBINING_METHODS,
     DATA_FACTORIES,
     FACTORIES,
@@ -1494,9 +1495,29 @@ def check(ctx: FileContext) -> Iterator[Finding]:
     flow.run()
     for origin in sorted(flow.meetings, key=_position):
         meeting = flow.meetings[origin]
-        if flow.host_side(origin) or flow.host_side(meeting.site):
+        if flow.host_side(origin) or flow.host_side(meeting.site) or _cpu_only_branch(ctx, origin):
             continue
         yield Finding(origin, message=_message(ctx, flow, meeting), fix=_fix(ctx, flow, meeting))
+
+
+def _cpu_only_branch(ctx: FileContext, node: ast.AST) -> bool:
+    """Whether ``node`` runs only without CUDA, where a CPU tensor is what the code means to make.
+
+    The ``else`` of ``if torch.cuda.is_available():``, or the body of ``if not torch.cuda.is_available():``.
+    """
+    child = node
+    for above in ctx.ancestors(node):
+        if isinstance(above, ast.If | ast.IfExp) and child is not above.test:
+            test, negated = above.test, False
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                test, negated = test.operand, True
+            if isinstance(test, ast.Call) and ctx.call_name(test) in AVAILABILITY_CHECKS:
+                in_body = child is above.body or (isinstance(above.body, list) and child in above.body)
+                return in_body == negated
+        if isinstance(above, FUNCTIONS):
+            return False
+        child = above
+    return False
 
 
 RULE = Rule(
