@@ -58,8 +58,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ferry run`` with ``argv`` (the arguments after ``run``) and return the exit code."""
+    parser = _parser()
     try:
-        options = _parser().parse_args(list(sys.argv[2:] if argv is None else argv))
+        options = parser.parse_args(list(sys.argv[2:] if argv is None else argv))
     except SystemExit as exit_:
         return 0 if exit_.code == 0 else 2
     if options.device_count is not None and options.pretend is None:
@@ -69,9 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     if options.script is None:
-        print(
-            "ferry run: no script given: `ferry run [--sanitize] [--pretend cuda] SCRIPT [ARGS ...]`.", file=sys.stderr
-        )
+        print(f"{parser.format_usage()}ferry run: no script given: name the Python file to run.", file=sys.stderr)
         return 2
     script = os.path.abspath(options.script)
     if os.path.isdir(script) and not os.path.isfile(os.path.join(script, "__main__.py")):
