@@ -1003,6 +1003,8 @@ class Flow:
             return  # `return b[0], b[1], torch.ones(b[1].size())`: unpacking a batch where it is, on the host
         if isinstance(func, FUNCTIONS) and self._result_indexes_only(func):
             return  # GIN's padded neighbour list: CPU indices into the caller's device tensor, which work anywhere
+        if isinstance(func, FUNCTIONS) and not self._in_module_method(value) and _moved_by_every_caller(self.ctx, func):
+            return  # StarGAN's `label2onehot`: made on the CPU on purpose, and every caller moves what it gives
         for item in items:
             found = self.dev(item)
             if found is not None and found.where == "cpu":
@@ -1498,6 +1500,48 @@ def check(ctx: FileContext) -> Iterator[Finding]:
         if flow.host_side(origin) or flow.host_side(meeting.site) or _cpu_only_branch(ctx, origin):
             continue
         yield Finding(origin, message=_message(ctx, flow, meeting), fix=_fix(ctx, flow, meeting))
+
+
+def _moved_by_every_caller(ctx: FileContext, func: Function) -> bool:
+    """Whether every call of the helper ``func`` in the file moves its result before using it.
+
+    ``self.label2onehot(labels, dim).to(device)``, or ``c_org = self.label2onehot(...)`` whose next use in the
+    caller is ``c_org.to(device)``. Calls are ``self.<name>(...)`` in its class for a method, ``<name>(...)`` for a
+    function of the file; none found: ``False``.
+    """
+    cls = ctx.enclosing_class(func)
+    method = cls is not None and func in cls.body
+    calls = [
+        c
+        for c in ctx.nodes(ast.Call)
+        if (
+            method and isinstance(c.func, ast.Attribute) and dotted(c.func.value) == "self" and c.func.attr == func.name
+        )
+        or (not method and isinstance(c.func, ast.Name) and c.func.id == func.name)
+    ]
+    return bool(calls) and all(_result_moved(ctx, call) for call in calls)
+
+
+def _result_moved(ctx: FileContext, call: ast.Call) -> bool:
+    above = ctx.parent(call)
+    if isinstance(above, ast.Attribute) and above.attr in ("to", "cuda") and isinstance(ctx.parent(above), ast.Call):
+        return True  # `helper(...).to(device)`
+    if not (isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name)):
+        return False
+    name, scope = above.targets[0].id, ctx.enclosing_function(call)
+    later = [
+        n
+        for n in ast.walk(scope if scope is not None else ctx.tree)
+        if isinstance(n, ast.Name)
+        and n.id == name
+        and isinstance(n.ctx, ast.Load)
+        and (n.lineno, n.col_offset) > (above.lineno, above.col_offset)
+    ]
+    if not later:
+        return False
+    first = min(later, key=lambda n: (n.lineno, n.col_offset))
+    use = ctx.parent(first)
+    return isinstance(use, ast.Attribute) and use.attr in ("to", "cuda") and isinstance(ctx.parent(use), ast.Call)
 
 
 def _cpu_only_branch(ctx: FileContext, node: ast.AST) -> bool:
