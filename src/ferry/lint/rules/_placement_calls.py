@@ -2097,29 +2097,39 @@ def file_method(ctx: FileContext, name: str) -> ast.FunctionDef | None:
     return found[0] if len(found) == 1 else None
 
 
+def _kept_in_init(ctx: FileContext, name: str) -> list[tuple[str, ast.FunctionDef, ast.Assign]] | None:
+    """Every ``self.<name> = ...`` in the ``__init__`` of a module class of the file.
+
+    Each as (the class's name, its ``__init__``, the assignment); ``None`` when a class of the file defines a method
+    of that name.
+    """
+    found: list[tuple[str, ast.FunctionDef, ast.Assign]] = []
+    for cls_name, cls in ctx.kinds.classes.items():
+        if any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name for s in cls.body):
+            return None
+        if not ctx.kinds.class_is_module(cls_name):
+            continue
+        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        if init is None or not init.args.args:
+            continue
+        me = init.args.args[0].arg
+        found.extend(
+            (cls_name, init, node)
+            for node in ast.walk(init)
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Attribute) and dotted(t) == f"{me}.{name}" for t in node.targets)
+        )
+    return found
+
+
 def kept_attribute(ctx: FileContext, name: str) -> bool:
     """Whether ``self.<name>`` is what a module class of the file builds in ``__init__`` by a call, not a method.
 
     ``self.encoder = model_fun()``: what a call returns, kept by a module, is a layer of it (a function would be
     kept by name: ``self.act = F.relu``). No class of the file defines a method of that name.
     """
-    found = False
-    for cls_name, cls in ctx.kinds.classes.items():
-        if any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name for s in cls.body):
-            return False
-        if found or not ctx.kinds.class_is_module(cls_name):
-            continue
-        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-        if init is None or not init.args.args:
-            continue
-        me = init.args.args[0].arg
-        found = any(
-            isinstance(node, ast.Assign)
-            and isinstance(node.value, ast.Call)
-            and any(dotted(t) == f"{me}.{name}" for t in node.targets)
-            for node in ast.walk(init)
-        )
-    return found
+    kept = _kept_in_init(ctx, name)
+    return bool(kept) and any(isinstance(node.value, ast.Call) for _, _, node in kept or ())
 
 
 def submodule_attribute(ctx: FileContext, name: str) -> bool:
@@ -2131,26 +2141,12 @@ def submodule_attribute(ctx: FileContext, name: str) -> bool:
     function: it runs wherever its input is) or no class keeps it, or a class of the file defines a method of that
     name.
     """
-    found = False
-    for cls_name, cls in ctx.kinds.classes.items():
-        if any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name for s in cls.body):
-            return False
-        if not ctx.kinds.class_is_module(cls_name):
-            continue
-        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-        if init is None or not init.args.args:
-            continue
-        me = init.args.args[0].arg
-        for node in ast.walk(init):
-            if not isinstance(node, ast.Assign):
-                continue
-            kept = [t for t in node.targets if isinstance(t, ast.Attribute) and dotted(t) == f"{me}.{name}"]
-            if not kept:
-                continue
-            if not (_built_layer(ctx, node.value) or _passed_layer(ctx, cls_name, init, node.value)):
-                return False
-            found = True
-    return found
+    kept = _kept_in_init(ctx, name)
+    if not kept:
+        return False
+    return all(
+        _built_layer(ctx, node.value) or _passed_layer(ctx, cls_name, init, node.value) for cls_name, init, node in kept
+    )
 
 
 def _built_layer(ctx: FileContext, value: ast.expr) -> bool:
