@@ -83,10 +83,12 @@ from ferry.lint.rules._placement_values import (
     keeping_parameters,
     keyed,
     line,
+    loader_name,
     merge,
     moves_items,
     moves_names,
     short,
+    tensor_use,
 )
 from ferry.lint.torch_api import (
     ACCELERATORS,
@@ -127,11 +129,33 @@ def _has_unknown_batch(val: Val, depth: int = 0) -> bool:
     return val.what == "batch" and val.where is None
 
 
-def _batch_on_host(val: Val, depth: int = 0) -> Val:
-    """``val`` with each batch of unknown place in it on the host."""
+def _batch_on_host(
+    val: Val, target: ast.expr | None = None, tensor: Callable[[str], bool] | None = None, depth: int = 0
+) -> Val:
+    """``val`` with each batch of unknown place in it on the host.
+
+    With the ``target`` that binds ``val`` and ``tensor`` (whether the code that follows uses a name as only a
+    tensor is used), an item bound to a name that is never used so is left alone: a collated tuple may hold a
+    string or a list besides its tensors (KnowledgeGraphEmbedding's ``positive, negative, bias, mode``).
+    """
+    unpacked = isinstance(target, ast.Tuple | ast.List) and not any(isinstance(e, ast.Starred) for e in target.elts)
+    if val.what == "batch" and val.where is None and not val.item and unpacked and tensor is not None:
+        assert isinstance(target, ast.Tuple | ast.List)
+        val = Val("tuple", items=tuple(Val("batch", item=True) for _ in target.elts))  # `x, y, mode = batch`
     if val.what == "tuple" and depth < 3:
-        return replace(val, items=tuple(_batch_on_host(item, depth + 1) for item in val.items))
+        elts = target.elts if isinstance(target, ast.Tuple | ast.List) else None
+        if elts is not None and (len(elts) != len(val.items) or any(isinstance(e, ast.Starred) for e in elts)):
+            elts = None
+        return replace(
+            val,
+            items=tuple(
+                _batch_on_host(item, elts[i] if elts else None, tensor if elts else None, depth + 1)
+                for i, item in enumerate(val.items)
+            ),
+        )
     if val.what != "batch" or val.where is not None:
+        return val
+    if tensor is not None and isinstance(target, ast.Name) and val.item and not tensor(target.id):
         return val
     # an item of a collated tuple (`images` of `images, captions, lengths`) is a tensor; a whole batch may be a
     # structure still to unpack
@@ -285,10 +309,13 @@ def _module_level_nodes(tree: ast.Module) -> list[ast.AST]:
     return found
 
 
-def _loader_name(node: ast.Name | ast.Attribute) -> bool:
-    """``train_loader``, ``self.val_dataloader``, ``train_dl``, ``data_iter``: a name that says it holds a loader."""
-    last = (node.id if isinstance(node, ast.Name) else node.attr).lower()
-    return "loader" in last or last in ("dl", "data_iter") or last.endswith(("_dl", "_iter"))
+def is_static(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A method decorated with ``@staticmethod`` alone: a function that no call passes ``self`` to."""
+    return len(func.decorator_list) == 1 and dotted(func.decorator_list[0]) == "staticmethod"
+
+
+def _defines(stmt: ast.stmt, name: str) -> bool:
+    return isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name
 
 
 def _harmless_decorator(ctx: FileContext, node: ast.expr) -> bool:
@@ -1015,9 +1042,10 @@ class _Flow(CallsMixin):
                 (own := self._own_method(node.func, self.ctx.enclosing_function(node))) is not None
             ):
                 callers.setdefault(own, set()).add(self.ctx.enclosing_function(node) or self.ctx.tree)
-            elif (isinstance(node.func, ast.Attribute) and (on := self.plain_method(node.func)) is not None) or (
-                isinstance(node.func, ast.Name) and (on := self._called_instance(node.func)) is not None
-            ):
+            elif (
+                isinstance(node.func, ast.Attribute)
+                and ((on := self.plain_method(node.func)) is not None or (on := self.static_method(node.func)))
+            ) or (isinstance(node.func, ast.Name) and (on := self._called_instance(node.func)) is not None):
                 # `trainer.fit(loader)`, `compute_loss(x, y)` on an instance: the method sees what the call passes
                 caller = self.ctx.enclosing_function(node)
                 if caller is not on:
@@ -1140,6 +1168,26 @@ class _Flow(CallsMixin):
         method = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
         return method if method is not None and not method.decorator_list else None
 
+    def static_method(self, func: ast.Attribute) -> ast.FunctionDef | None:
+        """The ``@staticmethod`` of a class of the file that ``Cls.step(...)`` or ``obj.step(...)`` calls.
+
+        A static method is a function of the file kept in a class (KnowledgeGraphEmbedding's
+        ``KGEModel.train_step(model, optimizer, iterator, args)``, called as ``kge_model.train_step(kge_model, ...)``):
+        its parameters take what the calls pass, as a local function's do. ``Cls`` names the class, or no other
+        class of the file defines a method of that name.
+        """
+        classes = self.ctx.kinds.classes
+        if isinstance(func.value, ast.Name) and func.value.id in classes and func.value.id not in self.env:
+            owners = [classes[func.value.id]]
+        else:
+            owners = [c for c in classes.values() if any(_defines(m, func.attr) for m in c.body)]
+        if len(owners) != 1:
+            return None
+        method = next((m for m in owners[0].body if _defines(m, func.attr)), None)
+        if not isinstance(method, ast.FunctionDef) or not is_static(method):
+            return None
+        return method
+
     def _own_method(self, func: ast.Attribute, caller: ast.AST | None = None) -> ast.FunctionDef | None:
         """``self.<name>`` called inside a method of a plain class: the class's own undecorated method of that name.
 
@@ -1167,7 +1215,8 @@ class _Flow(CallsMixin):
 
         Returns the arguments that the method may move or keep; the others it only reads.
         """
-        params = [a.arg for a in [*method.args.posonlyargs, *method.args.args]][1:]  # after `self`
+        static = is_static(method)
+        params = [a.arg for a in [*method.args.posonlyargs, *method.args.args]][0 if static else 1 :]  # after `self`
         owner = self.ctx.enclosing_class(method)
         me = method.args.args[0].arg if method.args.args else "self"
         siblings = {
@@ -1191,7 +1240,7 @@ class _Flow(CallsMixin):
             return escaping
         given = dict(zip(params, (_handed(a) for a in args), strict=False))
         given.update((k.arg, _handed(kwargs.get(k.arg, UNKNOWN))) for k in node.keywords if k.arg is not None)
-        receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+        receiver = node.func.value if isinstance(node.func, ast.Attribute) and not static else None
         if isinstance(receiver, ast.Name) and receiver.id != me:
             # `rollouts.compute_returns(...)` after `rollouts.to(device)`: `self.<attr>` as the instance holds it here
             prefix = f"{receiver.id}."
@@ -1230,7 +1279,7 @@ class _Flow(CallsMixin):
         Read like a local function's call, ``self`` unknown: ``torch.zeros(self.n_layers, n, self.hidden)`` is a
         host tensor, ``weight.new_zeros(...)`` or ``torch.zeros(..., device=self.device)`` not known.
         """
-        return self._returned_by(method, node, args, kwargs, bound=True)
+        return self._returned_by(method, node, args, kwargs, bound=not is_static(method))
 
     def _returned_by(
         self,
@@ -1716,6 +1765,39 @@ class _Flow(CallsMixin):
             self._available[test] = self.ctx.mentions_availability(test) or _device_flag(test)
         return self._available[test]
 
+    def _undecided_dispatch(self, test: ast.expr) -> bool:
+        """``if target == 'y-channel':`` on a parameter that this reading does not know, where calls pass literals.
+
+        SRGAN's ``convert_image(img, source, target)``: ``convert_image(sr_imgs, ..., target='y-channel')`` reads
+        that branch with its own values; a call passing ``target=self.hr_img_type`` (never that string) must not
+        report what the branch would do with its image. Nothing in such a branch is reported for this reading.
+        """
+        scope = self.scope
+        if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) or not isinstance(test, ast.Compare):
+            return False
+        if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq | ast.In) or not isinstance(test.left, ast.Name):
+            return False
+        literal = test.comparators[0]
+        texts = literal.elts if isinstance(literal, ast.Tuple | ast.List | ast.Set) else [literal]
+        if not texts or not all(isinstance(t, ast.Constant) and isinstance(t.value, str) for t in texts):
+            return False
+        name = test.left.id
+        params = [a.arg for a in [*scope.args.posonlyargs, *scope.args.args]]
+        if name not in params or self.env.get(name, UNKNOWN).what == "str":
+            return False
+        position = params.index(name)
+        for call in self.ctx.nodes(ast.Call):
+            called = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
+            if called != scope.name:
+                continue
+            offset = 1 if isinstance(call.func, ast.Attribute) and params[:1] == ["self"] else 0
+            passed = [k.value for k in call.keywords if k.arg == name]
+            if 0 <= position - offset < len(call.args):
+                passed.append(call.args[position - offset])
+            if any(isinstance(p, ast.Constant) and isinstance(p.value, str) for p in passed):
+                return True
+        return False
+
     def _if(self, stmt: ast.If) -> bool:
         decided = self._isinstance_outcome(stmt.test)
         if decided is not None:  # `if isinstance(obj, torch.Tensor):` with `obj` a tuple here: only one branch runs
@@ -1727,9 +1809,10 @@ class _Flow(CallsMixin):
         side = self._accelerator_branch(stmt.test)
         # the branch that runs only without an accelerator (`else:` of `if torch.cuda.is_available():`) cannot meet
         # a device value there: nothing in it is reported
-        self.cpu_only += side is False
+        undecided = self._undecided_dispatch(stmt.test)
+        self.cpu_only += (side is False) + undecided
         body_leaves = self._block(stmt.body)
-        self.cpu_only -= side is False
+        self.cpu_only -= (side is False) + undecided
         after_body = self.env
         self.env = dict(before)
         self.cpu_only += side is True
@@ -2486,7 +2569,8 @@ class _Flow(CallsMixin):
         names = {n.id for target in stmt.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
         if not following or not moves_names(names, following, self._callee):
             return val
-        return _batch_on_host(val)
+        target = stmt.targets[0] if len(stmt.targets) == 1 else None
+        return _batch_on_host(val, target, lambda name: self._used_as_tensor(name, following))
 
     def _following(self, stmt: ast.stmt) -> list[ast.stmt]:
         """The statements after ``stmt`` in the block that holds it."""
@@ -2504,7 +2588,31 @@ class _Flow(CallsMixin):
         """
         if not _has_unknown_batch(element) or not moves_items(stmt, stmt.body, self._callee):
             return element
-        return _batch_on_host(element)
+        return _batch_on_host(element, stmt.target, lambda name: self._used_as_tensor(name, stmt.body))
+
+    def _used_as_tensor(self, name: str, body: list[ast.stmt], depth: int = 0) -> bool:
+        """Whether ``body`` uses ``name`` as only a tensor is used (see :func:`tensor_use`), or moves it.
+
+        Also when it hands ``name`` to a function of the file that so uses the parameter it binds (two calls deep).
+        """
+        for stmt in body:
+            for node in ast.walk(stmt):
+                if not isinstance(node, ast.Name) or node.id != name or not isinstance(node.ctx, ast.Load):
+                    continue
+                if tensor_use(self.ctx, node, self._peek):
+                    return True
+                call = self.ctx.parent(node)
+                if depth >= 2 or not isinstance(call, ast.Call) or node not in call.args:
+                    continue
+                found = self._callee(call)
+                if found is None:
+                    continue
+                func, offset = found
+                params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]][offset:]
+                index = call.args.index(node)
+                if index < len(params) and self._used_as_tensor(params[index], func.body, depth + 1):
+                    return True
+        return False
 
     def _callee(self, call: ast.Call) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
         """The function of the file ``call`` runs, and how many of its leading parameters the call does not pass.
@@ -2519,6 +2627,9 @@ class _Flow(CallsMixin):
             method = self._own_method(func, self.ctx.enclosing_function(call)) or self.plain_method(func)
             if method is not None:
                 return method, 1
+            static = self.static_method(func)
+            if static is not None:
+                return static, 0
         return None
 
     def _element(self, iterable: ast.expr | None, val: Val) -> Val:
@@ -2529,7 +2640,7 @@ class _Flow(CallsMixin):
             return Val("tuple", items=val.items) if val.items else Val("batch", val.where)
         if val.what == "batch":  # `x, y = batch`, `for x in batch`: a tensor of the batch
             return Val("tensor", val.where)
-        if val.what == "unknown" and isinstance(iterable, ast.Name | ast.Attribute) and _loader_name(iterable):
+        if val.what == "unknown" and isinstance(iterable, ast.Name | ast.Attribute) and loader_name(iterable):
             return Val("batch")
         if isinstance(iterable, ast.Call):
             name = self.ctx.call_name(iterable)

@@ -37,6 +37,7 @@ from ferry.lint.rules._placement_values import (
     kept_by,
     keyed,
     line,
+    loader_name,
     short,
 )
 from ferry.lint.torch_api import (
@@ -121,6 +122,7 @@ class CallsMixin(DevicesMixin):
         def note_closure_call(self, name: str) -> None: ...
         def record_construction(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> None: ...
         def plain_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
+        def static_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
         def _plain_class(self, cls: ast.ClassDef, depth: int = 0) -> bool: ...
         def record_method_call(
             self, node: ast.Call, method: ast.FunctionDef, args: list[Val], kwargs: dict[str | None, Val]
@@ -246,6 +248,10 @@ class CallsMixin(DevicesMixin):
                 cls = self.ctx.enclosing_class(self.scope)
                 if cls is not None and self._plain_class(cls):
                     self.attribute_appends.setdefault((cls, held.attr), []).append((node, args[0]))
+        static = self.static_method(func)
+        if static is not None:  # `KGEModel.train_step(model, ...)`, `kge_model.test_step(kge_model, ...)`
+            self._escape(node, only=self.record_method_call(node, static, args, kwargs))
+            return self.method_returned(static, node, args, kwargs)
         if receiver.what == "unknown" and (plain := self.plain_method(func)) is not None:
             # `trainer.train(loader)` on a plain class's instance: the method sees what the call passes, may move or
             # keep only what it does not just read, and returns what its body gives
@@ -535,6 +541,10 @@ class CallsMixin(DevicesMixin):
             return args[0]  # an iterator over the loader's batches
         if full == "next" and args and args[0].what == "loader":
             return _batch(args[0])  # `next(iter(loader))`, `next(dataiter)`
+        first = node.args[0] if node.args else None
+        loader_named = isinstance(first, ast.Name | ast.Attribute) and loader_name(first)
+        if full == "next" and args and args[0].what == "unknown" and loader_named:
+            return Val("batch")  # `next(train_iterator)` of a parameter: a batch of unknown place
         if full in ("next", "iter") and len(args) == 1 and args[0].what == "seq" and args[0].element is not None:
             return args[0] if full == "iter" else args[0].element  # `next(gen)` of a generator of the file
         if full in TENSOR_DATASETS:
@@ -1326,6 +1336,11 @@ class CallsMixin(DevicesMixin):
             args, nodes = [v for v, _ in named], [n for _, n in named]
         elif not nodes or isinstance(nodes[0], ast.Starred):
             return Val("output", module.where, dev=module.dev) if module.where == DEVICE else UNKNOWN
+        written = nodes[0].elts if isinstance(nodes[0], ast.Tuple | ast.List) else []
+        if written and args[0].what == "tuple" and len(written) == len(args[0].items):
+            # `model((positive_sample, negative_sample), mode)`: each tensor of the written tuple is an input
+            args = [*args[0].items, *args[1:]]
+            nodes = [*written, *nodes[1:]]
         element = args[0].element if args and args[0].what == "seq" else None
         listed = element is not None and element.what in TENSORISH
         if element is not None and listed:

@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from ferry.lint.context import dotted
+from ferry.lint.context import FileContext, dotted
 from ferry.lint.torch_api import (
     ACCELERATORS,
     DEVICE_CALLS,
@@ -521,3 +521,57 @@ def bound_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> se
         if not isinstance(node, ast.Lambda):
             stack.extend(ast.iter_child_nodes(node))
     return names
+
+
+#: Attributes that a string, a list or a number does not have, and a tensor does (``.to`` and ``.cuda`` included).
+_TENSOR_USES = frozenset(
+    """
+    to cuda cpu shape size view reshape permute transpose unsqueeze squeeze flatten contiguous long int bool float
+    half double argmax argmin softmax log_softmax masked_fill numel dim ndim detach item tolist numpy expand repeat
+    index_select gather clamp t type_as new_zeros new_ones masked_select topk matmul norm sum mean max min eq ne
+    device dtype
+    """.split()
+)
+
+
+def tensor_use(ctx: FileContext, node: ast.Name, peek: Callable[[ast.expr], Val]) -> bool:
+    """Whether the name ``node`` is used here as only a tensor is.
+
+    A tensor attribute or method (``x.size(0)``, ``x.cuda()``), arithmetic or a comparison with something other than
+    a literal (``score += bias``, ``preds == labels``), a multi-dimensional index (``x[:, 0]``), an argument of a
+    ``torch`` function, the first input of a module (``model(x)``, ``model((x, y), mode)``) or any input of a loss.
+    ``peek`` gives what a callee is.
+    """
+    parent = ctx.parent(node)
+    if isinstance(parent, ast.Attribute):
+        return parent.attr in _TENSOR_USES
+    if isinstance(parent, ast.BinOp | ast.AugAssign):
+        other = parent.right if isinstance(parent, ast.BinOp) and parent.left is node else getattr(parent, "left", None)
+        if isinstance(parent, ast.AugAssign):
+            other = parent.value if parent.target is not node else None
+        return other is not None and not isinstance(other, ast.Constant | ast.JoinedStr)
+    if isinstance(parent, ast.Compare):
+        others = [parent.left, *parent.comparators]
+        return all(not isinstance(o, ast.Constant | ast.JoinedStr) for o in others if o is not node)
+    if isinstance(parent, ast.Subscript) and parent.value is node:
+        return isinstance(parent.slice, ast.Tuple)
+    holder: ast.AST | None = parent
+    if isinstance(parent, ast.Tuple | ast.List):
+        holder = ctx.parent(parent)
+        node_or_seq: ast.AST = parent
+    else:
+        node_or_seq = node
+    if not isinstance(holder, ast.Call) or node_or_seq not in holder.args:
+        return False
+    if (ctx.qualname(holder.func) or "").startswith("torch."):
+        return True
+    callee = peek(holder.func)
+    if callee.what == "module" and callee.loss:
+        return True
+    return callee.what == "module" and holder.args[0] is node_or_seq
+
+
+def loader_name(node: ast.Name | ast.Attribute) -> bool:
+    """``train_loader``, ``self.val_dataloader``, ``train_dl``, ``data_iter``, ``train_iterator``: a loader's name."""
+    last = (node.id if isinstance(node, ast.Name) else node.attr).lower()
+    return "loader" in last or last in ("dl", "data_iter") or last.endswith(("_dl", "_iter", "_iterator"))
