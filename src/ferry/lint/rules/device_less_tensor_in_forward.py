@@ -298,11 +298,30 @@ class Flow:
                 for inner in ast.walk(n)
             }
             self._host_aware[func] = any(
-                (isinstance(n, ast.Attribute) and n.attr in ("cpu", "pin_memory", "share_memory_"))
+                (
+                    isinstance(n, ast.Attribute)
+                    and n.attr in ("cpu", "pin_memory", "share_memory_")
+                    and not self._read_out(n)
+                )
                 or (isinstance(n, ast.Constant) and n.value == "cpu" and n not in follows)
                 for n in _walk_body(func)
             )
         return self._host_aware[func]
+
+    def _read_out(self, node: ast.Attribute) -> bool:
+        """``out[0].cpu().data.numpy()``, ``x.cpu().tolist()``: a result copied out to be read, not a host tensor made.
+
+        Tacotron's ``generate`` ends with ``mel_outputs[0].cpu().data.numpy()``: its factories are still meant for
+        the model's device.
+        """
+        above = self.ctx.parent(node)
+        for _ in range(6):
+            if isinstance(above, ast.Attribute) and above.attr in ("numpy", "tolist", "item"):
+                return True
+            if not isinstance(above, ast.Call | ast.Attribute | ast.Subscript):
+                return False
+            above = self.ctx.parent(above)
+        return False
 
     @cached_property
     def default_device_set(self) -> bool:
@@ -625,6 +644,9 @@ class Flow:
             body, orelse = self.dev(node.body), self.dev(node.orelse)
             if body is not None and orelse is not None and body.where == orelse.where:
                 return Dev(body.where, body.origins | orelse.origins, body.via)
+            cpu = [d for d in (body, orelse) if d is not None and d.where == "cpu"]
+            if cpu:  # `m[:, :, t - 1] if t > 0 else go_frame`: one branch gives the CPU tensor to what follows
+                return cpu[0]
             return None
         if isinstance(node, ast.List | ast.Tuple):
             return self._gather([self.dev(e) for e in node.elts])
@@ -658,7 +680,12 @@ class Flow:
             if source[0] in ("project", "iter") and _counter(ctx, source):
                 return SCALAR
             if source[0] == "project" and source[1][0] == "expr":
-                return self._item(source[1][1], source[2])
+                value, index = source[1][1], source[2]
+                if isinstance(value, ast.Tuple | ast.List) and 0 <= index < len(value.elts):
+                    item = value.elts[index]
+                    if isinstance(item, ast.List) and not item.elts:  # `mel_outputs, attn_scores = [], []`
+                        return self._gather([self.dev(v) for v in self.appended.get((bound.scope, name), [])])
+                return self._item(value, index)
             return None
         if isinstance(node, ast.Attribute):
             if node.attr in ("shape", "ndim"):
@@ -707,7 +734,58 @@ class Flow:
             return Dev("input", via=name)
         if all(s[0] == "expr" and _is_number(self.ctx, s[1]) for s in sources):
             return SCALAR
-        return None
+        made = [s[1] for s in sources if s[0] == "expr" and not _none(s[1])]
+        if made and len(made) == len(sources) - sum(s[0] == "expr" and _none(s[1]) for s in sources):
+            # `self.cumulative = torch.zeros(b, t)` in `init_attention`, read in `forward`: a state the module
+            # resets in a method after it is built, with CPU factories only (and `None` in `__init__`)
+            calls = [v for v in made if isinstance(v, ast.Call) and self._method_state(v)]
+            if len(calls) == len(made):
+                return Dev("cpu", frozenset(calls))
+        return self._reset_before(node, name, cls)
+
+    def _reset_before(self, node: ast.Attribute, name: str, cls: ast.ClassDef) -> Dev | None:
+        """``self.x`` read after a call of the module's method that binds it to CPU factories only, in this function.
+
+        Tacotron's attention: ``if t == 0: self.init_attention(x)`` (``self.cumulative = torch.zeros(b, t)``), then
+        ``torch.cat([self.cumulative.unsqueeze(1), ...])``: what the read sees on the first step is the CPU tensor,
+        whatever later steps bind.
+        """
+        func = self.ctx.enclosing_function(node)
+        if func is None:
+            return None
+        methods = {m.name: m for m in cls.body if isinstance(m, FUNCTIONS)}
+        at = _position(node)
+        latest: tuple[tuple[int, int], Dev] | None = None
+        for stmt in _walk_body(func):
+            if _position(stmt) >= at:
+                continue
+            if isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign) and any(
+                dotted(t) == name for t in _targets(stmt)
+            ):
+                latest = None if latest is None or _position(stmt) > latest[0] else latest
+                continue
+            called = stmt.func if isinstance(stmt, ast.Call) else None
+            if not isinstance(called, ast.Attribute) or dotted(called.value) != "self" or called.attr not in methods:
+                continue
+            method = methods[called.attr]
+            bound = [
+                n.value
+                for n in _walk_body(method)
+                if isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign)
+                and any(dotted(t) == name for t in _targets(n))
+                and n.value is not None
+            ]
+            made = bound and all(isinstance(v, ast.Call) and self._method_state(v) for v in bound)
+            if made and (latest is None or _position(stmt) > latest[0]):
+                latest = (_position(stmt), Dev("cpu", frozenset(v for v in bound if isinstance(v, ast.Call))))
+        return latest[1] if latest is not None else None
+
+    def _method_state(self, call: ast.Call) -> bool:
+        """A CPU factory that a module's method other than ``__init__`` (or what it calls) binds to ``self.<x>``."""
+        func = self.ctx.enclosing_function(call)
+        if func is None or func.name == "__init__" or not self.cpu_factory(call):
+            return False
+        return self._runs_on_the_module(func)
 
     def _dev_call(self, node: ast.Call) -> Dev | None:
         ctx = self.ctx
@@ -809,7 +887,8 @@ class Flow:
             return inputs[0]
         if inputs:
             return inputs[0]
-        if cpu and isinstance(site, ast.BinOp):
+        joined = isinstance(site, ast.Call) and self.ctx.call_name(site) in _JOINS
+        if cpu and (isinstance(site, ast.BinOp) or joined):
             # `torch.arange(0, channels, 2).float() / channels` with `channels` not known: a number leaves a CPU
             # tensor, and a tensor of another device would fail right here; either way it is a CPU tensor after
             return Dev("cpu", frozenset(o for d in cpu for o in d.origins))
@@ -844,8 +923,9 @@ class Flow:
             return
         if args is None:  # `self.enc(x, mask=mask)`: keyword arguments reach the submodule too
             args = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
-        # `self.lstm(x, (h0, c0))`: each item of a tuple or list argument reaches the submodule
-        items = [e for arg in args for e in (arg.elts if isinstance(arg, ast.Tuple | ast.List) else [arg])]
+        # `self.lstm(x, (h0, c0))`: each item of a tuple or list argument reaches the submodule, also of one held in
+        # a name (`hidden_states = (attn_hidden, rnn1_hidden)`, then `self.decoder(x, hidden_states)`)
+        items = [e for arg in args for e in self._written_items(arg)]
         for arg in items:
             found = self.dev(arg)
             if found is not None and found.where == "cpu":
@@ -853,6 +933,18 @@ class Flow:
                 device = inputs[0] if len(inputs) == 1 else ""
                 for origin in sorted(found.origins, key=_position):
                     self.meetings.setdefault(origin, Meeting(origin, node, "meets", device))
+
+    def _written_items(self, arg: ast.expr) -> list[ast.expr]:
+        """The items of a tuple or list written at the call or bound to the name ``arg`` just before; else ``arg``."""
+        if isinstance(arg, ast.Tuple | ast.List):
+            return list(arg.elts)
+        if isinstance(arg, ast.Name):
+            bound = binding(self.ctx, arg.id, arg)
+            if bound is not None and bound.parameter is None and bound.source[0] == "expr":
+                value = bound.source[1]
+                if isinstance(value, ast.Tuple | ast.List) and value.elts:
+                    return [e for e in value.elts if not isinstance(e, ast.Starred)]
+        return [arg]
 
     def _runs_on_the_module(self, func: ast.AST) -> bool:
         """Whether ``func`` is a method of a module class of the file that runs after the model is built.
@@ -869,8 +961,10 @@ class Flow:
         cls = self.ctx.enclosing_class(func)
         if cls is None or func not in cls.body or not self.ctx.kinds.class_is_module(cls.name):
             return False
-        if func.name.startswith("__") or "init" in func.name.lower() or func.name.startswith("reset"):
+        if func.name.startswith("__"):
             return False
+        if ("init" in func.name.lower() or func.name.startswith("reset")) and not _called_by_forward(cls, func):
+            return False  # an initialiser; `init_attention(x)` called by `forward` at each sequence runs after the move
         init = next((m for m in cls.body if isinstance(m, FUNCTIONS) and m.name == "__init__"), None)
         return init is None or not any(
             isinstance(n, ast.Attribute) and n.attr == func.name and dotted(n.value) == "self" for n in ast.walk(init)
@@ -1078,6 +1172,29 @@ class Flow:
             found = [self.dev(e) for e in data.elts]
             return all(d is not None and d.where in ("scalar", "input") for d in found)
         return self.dev(data) == SCALAR
+
+
+#: Functions that join tensors of one device into one (no zero-dimensional operand): the result of joining a CPU
+#: tensor is on the CPU, or the call fails.
+_JOINS = frozenset(f"torch.{name}" for name in "cat concat concatenate stack hstack vstack dstack".split())
+
+
+def _called_by_forward(cls: ast.ClassDef, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a method of ``cls`` that is not an initialiser (``forward``, ``generate``) calls ``self.<func>(...)``."""
+    for method in cls.body:
+        if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) or method is func:
+            continue
+        if method.name.startswith("__") or "init" in method.name.lower() or method.name.startswith("reset"):
+            continue
+        for node in ast.walk(method):
+            called = node.func if isinstance(node, ast.Call) else None
+            if isinstance(called, ast.Attribute) and called.attr == func.name and dotted(called.value) == "self":
+                return True
+    return False
+
+
+def _none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _targets(node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> list[ast.expr]:
