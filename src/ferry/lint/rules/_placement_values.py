@@ -18,6 +18,7 @@ from ferry.lint.torch_api import (
     DEVICE_CALLS,
     HOST_TARGET_LOSSES,
     LOSS_FUNCTIONS,
+    LOSS_INPUTS,
     MOVES,
     SAME_PLACE_METHODS,
     TENSOR_ATTRIBUTES,
@@ -555,6 +556,10 @@ def tensor_use(ctx: FileContext, node: ast.Name, peek: Callable[[ast.expr], Val]
         return all(not isinstance(o, ast.Constant | ast.JoinedStr) for o in others if o is not node)
     if isinstance(parent, ast.Subscript) and parent.value is node:
         return isinstance(parent.slice, ast.Tuple)
+    if isinstance(parent, ast.keyword):
+        call = ctx.parent(parent)
+        named = (parent.arg or "") in LOSS_INPUTS or _loss_name(call.func if isinstance(call, ast.Call) else None)
+        return named or (isinstance(call, ast.Call) and (ctx.qualname(call.func) or "").startswith("torch."))
     holder: ast.AST | None = parent
     if isinstance(parent, ast.Tuple | ast.List):
         holder = ctx.parent(parent)
@@ -566,7 +571,7 @@ def tensor_use(ctx: FileContext, node: ast.Name, peek: Callable[[ast.expr], Val]
     if (ctx.qualname(holder.func) or "").startswith("torch."):
         return True
     callee = peek(holder.func)
-    if callee.what == "module" and callee.loss:
+    if (callee.what == "module" and callee.loss) or _loss_name(holder.func):
         return True
     return callee.what == "module" and holder.args[0] is node_or_seq
 
@@ -575,3 +580,9 @@ def loader_name(node: ast.Name | ast.Attribute) -> bool:
     """``train_loader``, ``self.val_dataloader``, ``train_dl``, ``data_iter``, ``train_iterator``: a loader's name."""
     last = (node.id if isinstance(node, ast.Name) else node.attr).lower()
     return "loader" in last or last in ("dl", "data_iter") or last.endswith(("_dl", "_iter", "_iterator"))
+
+
+def _loss_name(func: ast.expr | None) -> bool:
+    """``criterion``, ``loss_fn``, ``self.compute_loss``: a callee named as a loss, whose arguments are tensors."""
+    name = (func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "").lower()
+    return "loss" in name or "criterion" in name
