@@ -309,6 +309,14 @@ def _module_level_nodes(tree: ast.Module) -> list[ast.AST]:
     return found
 
 
+def _counts_devices(test: ast.expr) -> bool:
+    """``torch.cuda.device_count() > 1``, ``args.n_gpu > 1``, ``len(device_ids) > 1``: a test of how many GPUs."""
+    if not isinstance(test, ast.Compare):
+        return False
+    text = " ".join(dotted(n) or "" for n in ast.walk(test) if isinstance(n, ast.Name | ast.Attribute)).lower()
+    return any(word in text for word in ("device_count", "gpu", "device_ids", "world_size"))
+
+
 def is_static(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A method decorated with ``@staticmethod`` alone: a function that no call passes ``self`` to."""
     return len(func.decorator_list) == 1 and dotted(func.decorator_list[0]) == "staticmethod"
@@ -472,6 +480,20 @@ def _numbers(val: Val, depth: int = 0) -> bool:
         val.what == "tuple"
         and bool(val.items)
         and all(item == NUMBER or _numbers(item, depth + 1) for item in val.items)
+    )
+
+
+def _property_setter(ctx: FileContext, name: str) -> bool:
+    """Whether a class of the file defines ``name`` as a property with a setter (Tacotron's ``model.r = r``).
+
+    Setting it runs the setter, which sets what it sets on the model's own tensors: no layer is replaced.
+    """
+    return any(
+        isinstance(m, ast.FunctionDef)
+        and m.name == name
+        and any(dotted(d) == f"{name}.setter" for d in m.decorator_list)
+        for cls in ctx.kinds.classes.values()
+        for m in cls.body
     )
 
 
@@ -1918,6 +1940,8 @@ class _Flow(CallsMixin):
         if isinstance(test, ast.Call):
             return True if self.ctx.call_name(test) in AVAILABILITY_CHECKS else None
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            if any(_counts_devices(v) for v in test.values):
+                return None  # `device.type == "cuda" and torch.cuda.device_count() > 1`: the `else` runs on one GPU
             sides = [self._accelerator_branch(v, depth + 1) for v in test.values]
             return True if True in sides and False not in sides else None
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -2172,6 +2196,7 @@ class _Flow(CallsMixin):
                 and held.what != "unknown"
                 and not _same_place(held, val)
                 and not rewrapped
+                and not (val.what != "module" and _property_setter(self.ctx, target.attr))
             ):
                 self.env[owner] = replace(held, where=None, fresh=False)
                 if stmt is not None:

@@ -294,13 +294,13 @@ class CallsMixin(DevicesMixin):
             if method in ("forward", "__call__"):
                 return self._call_module(node, receiver, args, kwargs, method=True)
             defined = file_method(self.ctx, method)
-            if defined is not None and reads_only(defined):  # `vae.decode(z)`, `model.init_hidden(n)`
+            if defined is not None and reads_only(defined, self.ctx):  # `vae.decode(z)`, `model.init_hidden(n)`
                 if feeds_submodule(self.ctx, defined):
                     return self._call_module(node, receiver, args, kwargs, method=True)
                 return self.method_returned(defined, node, args, kwargs)
             defined_by_modules = module_methods(self.ctx, method)
             if defined_by_modules and all(
-                reads_only(m) and feeds_submodule(self.ctx, m) for m in defined_by_modules
+                reads_only(m, self.ctx) and feeds_submodule(self.ctx, m) for m in defined_by_modules
             ):  # `self.policy.sample(state)` with a Gaussian or a deterministic policy: each runs its layers on it
                 return self._call_module(node, receiver, args, kwargs, method=True)
             if not defined_by_modules and submodule_attribute(self.ctx, method):
@@ -2206,17 +2206,23 @@ def module_methods(ctx: FileContext, name: str) -> list[ast.FunctionDef]:
     return found
 
 
-def reads_only(method: ast.FunctionDef) -> bool:
-    """Whether a method leaves its module where it is: it assigns no attribute of ``self`` and moves nothing of it."""
+def reads_only(method: ast.FunctionDef, ctx: FileContext | None = None) -> bool:
+    """Whether a method leaves its module where it is: it assigns no attribute of ``self`` and moves nothing of it.
+
+    With ``ctx``, setting a property of the class through its setter (``self.r = value``) counts as reading.
+    """
     if not method.args.args:
         return False
     me = method.args.args[0].arg
     for node in ast.walk(method):
         if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
             targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+            value = node.value if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) else None
             for target in targets:
                 for part in ast.walk(target):
                     if isinstance(part, ast.Attribute) and isinstance(part.value, ast.Name) and part.value.id == me:
+                        if part is target and _setter_of(ctx, method, part.attr) and not isinstance(value, ast.Call):
+                            continue  # `self.r = state_dict["r"]`: the class's property setter, no layer replaced
                         return False
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CHANGES_SELF:
             root = node.func.value
@@ -2227,6 +2233,17 @@ def reads_only(method: ast.FunctionDef) -> bool:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
             return False
     return True
+
+
+def _setter_of(ctx: FileContext | None, method: ast.FunctionDef, name: str) -> bool:
+    """Whether the class that defines ``method`` has a property ``name`` with a setter."""
+    cls = ctx.enclosing_class(method) if ctx is not None else None
+    return cls is not None and any(
+        isinstance(m, ast.FunctionDef)
+        and m.name == name
+        and any(dotted(d) == f"{name}.setter" for d in m.decorator_list)
+        for m in cls.body
+    )
 
 
 def feeds_submodule(ctx: FileContext, method: ast.FunctionDef, depth: int = 0) -> bool:
@@ -2453,7 +2470,7 @@ def _reading_method(ctx: FileContext, name: str) -> bool:
     ]
     return bool(found) and all(
         isinstance(method, ast.FunctionDef)
-        and reads_only(method)
+        and reads_only(method, ctx)
         and all(_harmless(ctx, d) for d in method.decorator_list)
         for method in found
     )

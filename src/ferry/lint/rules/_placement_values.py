@@ -577,9 +577,18 @@ def tensor_use(ctx: FileContext, node: ast.Name, peek: Callable[[ast.expr], Val]
 
 
 def loader_name(node: ast.Name | ast.Attribute) -> bool:
-    """``train_loader``, ``self.val_dataloader``, ``train_dl``, ``data_iter``, ``train_iterator``: a loader's name."""
+    """A name that says it holds batches or samples of a dataset.
+
+    ``train_loader``, ``self.val_dataloader``, ``train_dl``, ``data_iter``, ``train_iterator``, ``train_set``,
+    ``test_dataset``.
+    """
     last = (node.id if isinstance(node, ast.Name) else node.attr).lower()
-    return "loader" in last or last in ("dl", "data_iter") or last.endswith(("_dl", "_iter", "_iterator"))
+    return (
+        "loader" in last
+        or "dataset" in last
+        or last in ("dl", "data_iter")
+        or last.endswith(("_dl", "_iter", "_iterator", "_set", "_batches"))
+    )
 
 
 def _loss_name(func: ast.expr | None) -> bool:
