@@ -193,6 +193,9 @@ class Dev:
     where: str
     origins: frozenset[ast.Call] = frozenset()
     via: str = ""
+    #: A CPU tensor joined (``torch.cat``) with tensors of unknown place: on the CPU if the join runs at all, so
+    #: it fails where it meets the device; returned as it is, it may be a join of CPU tensors the caller moves.
+    joined: bool = False
 
 
 SCALAR = Dev("scalar")
@@ -891,11 +894,12 @@ class Flow:
         if cpu and (isinstance(site, ast.BinOp) or joined):
             # `torch.arange(0, channels, 2).float() / channels` with `channels` not known: a number leaves a CPU
             # tensor, and a tensor of another device would fail right here; either way it is a CPU tensor after
-            return Dev("cpu", frozenset(o for d in cpu for o in d.origins))
+            unknown = (joined and any(d is None for d in devs)) or any(d.joined for d in cpu)
+            return Dev("cpu", frozenset(o for d in cpu for o in d.origins), joined=unknown)
         if any(d is None for d in devs):
             return None
         if cpu:
-            return Dev("cpu", frozenset(o for d in cpu for o in d.origins))
+            return Dev("cpu", frozenset(o for d in cpu for o in d.origins), joined=any(d.joined for d in cpu))
         return SCALAR
 
     @staticmethod
@@ -906,7 +910,7 @@ class Flow:
         known = [d for d in devs if d is not None]
         places = {d.where for d in known}
         if places == {"cpu"} or places == {"cpu", "scalar"}:
-            return Dev("cpu", frozenset(o for d in known for o in d.origins))
+            return Dev("cpu", frozenset(o for d in known for o in d.origins), joined=any(d.joined for d in known))
         if places == {"scalar"}:
             return SCALAR
         if places == {"input"}:
@@ -1101,7 +1105,7 @@ class Flow:
             return  # StarGAN's `label2onehot`: made on the CPU on purpose, and every caller moves what it gives
         for item in items:
             found = self.dev(item)
-            if found is not None and found.where == "cpu":
+            if found is not None and found.where == "cpu" and not found.joined:
                 for origin in sorted(found.origins, key=_position):
                     if self.ctx.enclosing_function(origin) is func and not self._numbers(origin):
                         inputs = sorted(self.inputs(func))
