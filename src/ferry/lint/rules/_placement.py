@@ -2597,13 +2597,25 @@ class _Flow(CallsMixin):
         target = stmt.targets[0] if len(stmt.targets) == 1 else None
         return _batch_on_host(val, target, lambda name: self._used_as_tensor(name, following))
 
-    def _following(self, stmt: ast.stmt) -> list[ast.stmt]:
-        """The statements after ``stmt`` in the block that holds it."""
+    def _following(self, stmt: ast.stmt, depth: int = 0) -> list[ast.stmt]:
+        """The statements after ``stmt`` in the block that holds it.
+
+        Then, for a block of a ``try`` (or one of its handlers), ``if`` or ``with`` (``try: x, y = next(it)`` /
+        ``except StopIteration: ...``), the statements after that statement in turn (two levels up at most; not out of
+        a loop or function).
+        """
         parent = self.ctx.parent(stmt)
         for field in ("body", "orelse", "finalbody"):
             block = getattr(parent, field, None)
             if isinstance(block, list) and stmt in block:
-                return block[block.index(stmt) + 1 :]
+                rest = block[block.index(stmt) + 1 :]
+                if depth < 2 and isinstance(parent, ast.Try | ast.If | ast.With) and field != "finalbody":
+                    rest = rest + self._following(parent, depth + 1)
+                elif depth < 2 and isinstance(parent, ast.ExceptHandler):  # `except StopIteration: x, y = next(it)`
+                    handled = self.ctx.parent(parent)
+                    if isinstance(handled, ast.Try):
+                        rest = rest + self._following(handled, depth + 1)
+                return rest
         return []
 
     def _batch_evidence(self, stmt: ast.For | ast.AsyncFor, element: Val) -> Val:

@@ -581,7 +581,7 @@ class CallsMixin(DevicesMixin):
                 return None
             return self._build_nn(node, last, args, device, made_here)
         if full.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")) or (
-            top_level and last[:1].islower()
+            (top_level and last[:1].islower()) or full in ("torch.autograd.grad", "torch.autograd.backward")
         ):
             return self._follow(node, last, args, kwargs)
         if full.startswith("torchvision.models.") and last[:1].islower() and "feature_extraction" not in full:
@@ -1011,6 +1011,14 @@ class CallsMixin(DevicesMixin):
 
     def _follow(self, node: ast.Call, name: str, args: Args, kwargs: Kwargs) -> Val:
         """A torch function: the result is where its first tensor argument is."""
+        if self.ctx.call_name(node) in ("torch.autograd.grad", "torch.autograd.backward"):
+            # `grad(outputs=y, inputs=x, grad_outputs=torch.ones(y.size()))`: each gradient where its output is
+            given = dict(zip(("outputs", "inputs", "grad_outputs"), zip(args, node.args, strict=False), strict=False))
+            named = ("outputs", "tensors", "grad_outputs", "grad_tensors")
+            given.update((k.arg, (kwargs[k.arg], k.value)) for k in node.keywords if k.arg in named)
+            pairs = [given[k] for k in named if k in given]
+            if len(pairs) == 2:  # the engine moves a 0-dim gradient to its output's device, any other fails
+                self._combined(node, pairs)
         if name in COMBINING_FUNCTIONS and not node.keywords:
             first_arg = node.args[0] if node.args else None
             if isinstance(first_arg, ast.List | ast.Tuple) and name in _SEQUENCE_FUNCTIONS:
