@@ -346,8 +346,28 @@ _NUMPY_INDEX_CALLS = frozenset(
 )
 
 
+#: Suffix of the pseudo-parameter that tells whether a call passes a string literal for a parameter that the
+#: function dispatches on (``target == "y-channel"``): ``STRING`` for a literal, ``OTHER`` for anything else.
+_LITERAL = "#literal"
+
+
+def _dispatched(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Parameters of ``func`` that it compares with string literals (``if target == "y-channel":``)."""
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args]}
+    return {
+        node.left.id
+        for node in ast.walk(func)
+        if isinstance(node, ast.Compare)
+        and isinstance(node.left, ast.Name)
+        and node.left.id in params
+        and any(isinstance(c, ast.Constant) and isinstance(c.value, str) for c in node.comparators)
+    }
+
+
 def _passable(name: str, val: Val) -> Val | None:
     """What a parameter named ``name`` takes when a call passes ``val`` (``None``: a kind not tracked)."""
+    if name.endswith(_LITERAL):  # whether the call passes a string literal (see `record_call`)
+        return val
     if val.what == "module":  # a module built by a caller and never moved is reported where it was built
         return replace(val, name=name)
     if val.what in ("any", *TENSORISH, "loader", "batch", "device"):
@@ -867,6 +887,7 @@ class _Flow(CallsMixin):
                         given = passed.get(arg.arg, UNKNOWN)
                         params[arg.arg] = given if given.what != "unknown" else self._parameter(arg)
                 params.update((k, v) for k, v in passed.items() if "." in k)  # a method's `self.<attr>` at its call
+                params.update((k, v) for k, v in passed.items() if k.endswith(_LITERAL))
                 closure = self._closure(func, declared.get(func, set()))
                 if seen or closure or set_up:
                     local = bound_names(func) | declared.get(func, set())
@@ -1441,6 +1462,15 @@ class _Flow(CallsMixin):
                 for keyword in node.keywords:
                     if keyword.arg is not None:
                         given[keyword.arg] = kwargs.get(keyword.arg, UNKNOWN)
+                passed = dict(zip(params, node.args, strict=False))
+                passed.update((k.arg, k.value) for k in node.keywords if k.arg is not None)
+                for name in _dispatched(func):
+                    text = passed.get(name)
+                    literal = isinstance(text, ast.Constant) and isinstance(text.value, str)
+                    if literal and isinstance(text, ast.Constant):
+                        given[name + _LITERAL] = Val("str", dev=repr(text.value))  # the literal, for `_literal_test`
+                    else:
+                        given[name + _LITERAL] = STRING if name not in passed else OTHER
         if not self.silent or self.silent == self.first_pass:  # the first pass of a loop is a real call too
             sites = self.call_sites.setdefault(func.name, [])
             if given is None or sites is None:
@@ -1795,6 +1825,8 @@ class _Flow(CallsMixin):
         report what the branch would do with its image. Nothing in such a branch is reported for this reading.
         """
         scope = self.scope
+        if self._shape_dispatch(test):
+            return True
         if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) or not isinstance(test, ast.Compare):
             return False
         if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq | ast.In) or not isinstance(test.left, ast.Name):
@@ -1805,8 +1837,8 @@ class _Flow(CallsMixin):
             return False
         name = test.left.id
         params = [a.arg for a in [*scope.args.posonlyargs, *scope.args.args]]
-        if name not in params or self.env.get(name, UNKNOWN).what == "str":
-            return False
+        if name not in params or self.env.get(name + _LITERAL, UNKNOWN).what != "other":
+            return False  # this reading's calls pass a literal, or it is not known what they pass
         position = params.index(name)
         for call in self.ctx.nodes(ast.Call):
             called = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
@@ -1820,8 +1852,81 @@ class _Flow(CallsMixin):
                 return True
         return False
 
+    def _shape_dispatch(self, test: ast.expr) -> bool:
+        """``if img.ndimension() == 4:`` on a tensor whose number of dimensions is not known here.
+
+        SRGAN's ``convert_image`` normalises 3-D host images with host constants and 4-D device batches with device
+        ones: which branch a value takes is its author's device logic, and the analysis cannot tell.
+        """
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq | ast.NotEq):
+            return False
+        if not (isinstance(test.comparators[0], ast.Constant) and type(test.comparators[0].value) is int):
+            return False
+        left = test.left
+        owner: ast.expr | None = None
+        if isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and not left.args:
+            owner = left.func.value if left.func.attr in ("dim", "ndimension") else None
+        elif isinstance(left, ast.Attribute) and left.attr == "ndim":
+            owner = left.value
+        elif isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len" and left.args:
+            inner = left.args[0]
+            owner = inner.value if isinstance(inner, ast.Attribute) and inner.attr == "shape" else None
+        if owner is None:
+            return False
+        held = self._peek(owner)
+        return held.what in TENSORISH and held.dims == 0 and self._places_by_shape(test, owner)
+
+    def _places_by_shape(self, test: ast.expr, owner: ast.expr) -> bool:
+        """Whether one branch of the chain of ``test`` reads only host tensors, and another only device ones.
+
+        Its author's device logic, by shape: SRGAN's ``img - imagenet_mean`` for 3-D host images and ``img -
+        imagenet_mean_cuda`` for 4-D device batches.
+        """
+        node: ast.AST | None = self.ctx.parent(test)
+        while node is not None:  # up to the head of the chain
+            above = self.ctx.parent(node)
+            if not (isinstance(above, ast.If) and node in above.orelse):
+                break
+            node = above
+        pure: set[str] = set()
+        name = dotted(owner)
+        while isinstance(node, ast.If):
+            places = {
+                val.where
+                for stmt in node.body
+                for read in ast.walk(stmt)
+                if isinstance(read, ast.Name) and isinstance(read.ctx, ast.Load) and read.id != name
+                for val in [self.env.get(read.id)]
+                if val is not None and val.what in TENSORISH and val.where is not None
+            }
+            if len(places) == 1:
+                pure |= places
+            node = node.orelse[0] if len(node.orelse) == 1 else None
+        return pure == {HOST, DEVICE}
+
+    def _literal_test(self, test: ast.expr) -> bool | None:
+        """``target == "y-channel"`` where this reading's calls all pass one literal for ``target``: its outcome."""
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.left, ast.Name):
+            return None
+        held = self.env.get(test.left.id + _LITERAL)
+        if held is None or held.what != "str" or held.dev is None:
+            return None
+        literal = test.comparators[0]
+        texts = literal.elts if isinstance(literal, ast.Tuple | ast.List | ast.Set) else [literal]
+        if not all(isinstance(t, ast.Constant) and isinstance(t.value, str) for t in texts):
+            return None
+        values = {repr(t.value) for t in texts if isinstance(t, ast.Constant)}
+        op = test.ops[0]
+        if isinstance(op, ast.Eq | ast.In):
+            return held.dev in values
+        if isinstance(op, ast.NotEq | ast.NotIn):
+            return held.dev not in values
+        return None
+
     def _if(self, stmt: ast.If) -> bool:
         decided = self._isinstance_outcome(stmt.test)
+        if decided is None:
+            decided = self._literal_test(stmt.test)
         if decided is not None:  # `if isinstance(obj, torch.Tensor):` with `obj` a tuple here: only one branch runs
             self.ev(stmt.test)
             return self._block(stmt.body if decided else stmt.orelse)
