@@ -163,6 +163,9 @@ HOST_SIDE_WORDS = frozenset(
 )
 
 #: Endings of class names that say "data preparation".
+#: Words of a function's name that say it prepares data on the host (a transform of a dataset's samples).
+_DATA_WORDS = frozenset({"transform", "transforms", "collate", "preprocess", "augment", "augmentation"})
+
 HOST_SIDE_CLASSES = (
     "Collator",
     "Dataset",
@@ -246,10 +249,23 @@ class Flow:
             if isinstance(above, ast.ClassDef) and self._host_side_class(above):
                 return not self._part_of_a_model(above)
             if isinstance(above, FUNCTIONS) and (
-                any(w in above.name.lower() for w in ("onnx", "export", "trac")) or self._names_host(above)
+                any(w in above.name.lower() for w in ("onnx", "export", "trac"))
+                or self._names_host(above)
+                or self._data_function(above)
             ):
                 return True
         return False
+
+    def _data_function(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A function of data preparation, by its name, that is not a method of a module class.
+
+        ``_data_transforms_cifar10``, ``train_transform``, ``collate_batch``, ``preprocess``.
+        """
+        words = set(func.name.lower().strip("_").split("_"))
+        if not words & _DATA_WORDS:
+            return False
+        cls = self.ctx.enclosing_class(func)
+        return cls is None or not self.ctx.kinds.class_is_module(cls.name)
 
     def _host_side_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
         """Whether a class is named for data preparation, or derives from one (``class Tasks(Dataset):``)."""
