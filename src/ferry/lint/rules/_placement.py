@@ -309,6 +309,11 @@ def _module_level_nodes(tree: ast.Module) -> list[ast.AST]:
     return found
 
 
+#: Flags (command-line options, never assigned in the file) whose name says the run uses the GPU, or the CPU.
+_GPU_FLAGS = frozenset({"cuda", "use_cuda", "use_gpu", "with_cuda", "enable_cuda", "on_gpu"})
+_CPU_FLAGS = frozenset({"no_cuda", "use_cpu", "force_cpu", "no_gpu", "cpu", "disable_cuda"})
+
+
 def _counts_devices(test: ast.expr) -> bool:
     """``torch.cuda.device_count() > 1``, ``args.n_gpu > 1``, ``len(device_ids) > 1``: a test of how many GPUs."""
     if not isinstance(test, ast.Compare):
@@ -2056,6 +2061,12 @@ class _Flow(CallsMixin):
             values = self.ctx.kinds.assigned_values(name) if name else []
             if len(values) == 1 and isinstance(values[0], ast.expr):
                 return self._accelerator_branch(values[0], depth + 1)
+            if not values:  # a flag of the command line (`--cuda`, `--no_cuda`), never assigned in the file
+                last = (test.id if isinstance(test, ast.Name) else test.attr).lower()
+                if last in _GPU_FLAGS:
+                    return True
+                if last in _CPU_FLAGS:
+                    return False
         return None
 
     def _loop(self, stmt: ast.For | ast.AsyncFor | ast.While) -> None:

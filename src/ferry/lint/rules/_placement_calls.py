@@ -1106,6 +1106,9 @@ class CallsMixin(DevicesMixin):
         forward_args: set[str] = set()
         host_loss = False
         overrides = {n for m in cls.body if _moving_override(m) for n in ast.walk(m)}
+        # a static method is a function kept in the class (`train_step(model, optimizer, iterator, args)`): what it
+        # moves are its arguments, not this module's weights or inputs
+        overrides |= {n for m in cls.body if isinstance(m, ast.FunctionDef) and _static(m) for n in ast.walk(m)}
         for node in ast.walk(cls):  # breadth first: every method is seen before the calls in it
             if node in overrides:
                 continue  # `def to(self, device): self.scale = self.scale.to(device); return super().to(device)`
@@ -2241,6 +2244,10 @@ def reads_only(method: ast.FunctionDef, ctx: FileContext | None = None) -> bool:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
             return False
     return True
+
+
+def _static(func: ast.FunctionDef) -> bool:
+    return len(func.decorator_list) == 1 and dotted(func.decorator_list[0]) == "staticmethod"
 
 
 def _setter_of(ctx: FileContext | None, method: ast.FunctionDef, name: str) -> bool:
