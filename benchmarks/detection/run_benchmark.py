@@ -222,6 +222,16 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("pose_hourglass_mpii.py", "FRY003", 480): "torch.load(args.resume) without map_location",
     ("pose_hourglass_mpii.py", "FRY009", 519): "checkpoint['state_dict']: the DataParallel model's state_dict",
     ("pose_hourglass_mpii.py", "FRY012", 572): "fliplr(input.clone().numpy()) after input was moved to the GPU",
+    # held-out round 17: the authors' torch.load without map_location, and DDIM's checkpoint of the DataParallel
+    # model's state_dict (`module.` keys)
+    ("darts_cnn_search.py", "FRY003", 364): "torch.load(model_path) without map_location",
+    ("ddim_diffusion.py", "FRY003", 378): "torch.load(ckpt.pth) without map_location",
+    ("ddim_diffusion.py", "FRY009", 407): "states[0]: the DataParallel model's state_dict",
+    ("fcn32s_voc_trainer.py", "FRY003", 173): "torch.load(model_file) without map_location",
+    ("fcn32s_voc_trainer.py", "FRY003", 438): "torch.load(args.resume) without map_location",
+    ("fcn32s_voc_trainer.py", "FRY003", 470): "torch.load(model_file) without map_location",
+    ("rvae_sentence_vae.py", "FRY003", 475): "torch.load('trained_RVAE') without map_location",
+    ("rvae_sentence_vae.py", "FRY003", 507): "torch.load('trained_RVAE') without map_location",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.
