@@ -314,11 +314,14 @@ _GPU_FLAGS = frozenset({"cuda", "use_cuda", "use_gpu", "with_cuda", "enable_cuda
 _CPU_FLAGS = frozenset({"no_cuda", "use_cpu", "force_cpu", "no_gpu", "cpu", "disable_cuda"})
 
 
-def _counts_devices(test: ast.expr) -> bool:
+def counts_devices(test: ast.expr) -> bool:
     """``torch.cuda.device_count() > 1``, ``args.n_gpu > 1``, ``len(device_ids) > 1``: a test of how many GPUs."""
-    if not isinstance(test, ast.Compare):
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Gt | ast.GtE):
         return False
-    text = " ".join(dotted(n) or "" for n in ast.walk(test) if isinstance(n, ast.Name | ast.Attribute)).lower()
+    bound = test.comparators[0]
+    if not (isinstance(bound, ast.Constant) and type(bound.value) is int and bound.value >= 1):
+        return False
+    text = " ".join(dotted(n) or "" for n in ast.walk(test.left) if isinstance(n, ast.Name | ast.Attribute)).lower()
     return any(word in text for word in ("device_count", "gpu", "device_ids", "world_size"))
 
 
@@ -1960,6 +1963,10 @@ class _Flow(CallsMixin):
             self.env = after_body
         elif taken is not None:  # `if target is not None:` with `target` a tensor here: only that branch runs
             self.env = after_body if taken else after_else
+        elif counts_devices(stmt.test) and not stmt.orelse:
+            # `if h.num_gpus > 1: generator = DistributedDataParallel(generator, ...)`: on one GPU the values are as
+            # they were before the branch, and a value left on the host there fails on that GPU
+            self.env = after_else
         else:
             merged = merge(after_body, after_else, lambda: self._available_test(stmt.test))
             for key, val in merged.items():
@@ -2050,7 +2057,7 @@ class _Flow(CallsMixin):
         if isinstance(test, ast.Call):
             return True if self.ctx.call_name(test) in AVAILABILITY_CHECKS else None
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-            if any(_counts_devices(v) for v in test.values):
+            if any(counts_devices(v) for v in test.values):
                 return None  # `device.type == "cuda" and torch.cuda.device_count() > 1`: the `else` runs on one GPU
             sides = [self._accelerator_branch(v, depth + 1) for v in test.values]
             return True if True in sides and False not in sides else None

@@ -56,7 +56,7 @@ from collections.abc import Iterator
 
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
-from ferry.lint.rules._placement import local_functions
+from ferry.lint.rules._placement import counts_devices, local_functions
 from ferry.lint.rules._training import (
     before,
     calls_in,
@@ -78,10 +78,21 @@ def _binding_value(ctx: FileContext, name: str, at: ast.AST) -> ast.expr | None:
     entries = kinds.bindings.get(kinds.scope_of(at), {}).get(name, [])
     use = (getattr(at, "lineno", 0), getattr(at, "col_offset", 0))
     earlier = [source for position, source in entries if position <= use]
+    around = set(ctx.ancestors(at))
+    while len(earlier) > 1 and earlier[-1][0] == "expr" and _multi_gpu_only(ctx, earlier[-1][1], around):
+        earlier.pop()  # `if h.num_gpus > 1: generator = DDP(generator).to(device)`: on one GPU, the one before
     if not earlier or earlier[-1][0] != "expr":
         return None
     value: ast.expr = earlier[-1][1]
     return value
+
+
+def _multi_gpu_only(ctx: FileContext, value: ast.AST, around: set[ast.AST]) -> bool:
+    """Whether ``value`` is bound under ``if <several GPUs>:`` (with no ``else``) that ``around`` is not in."""
+    return any(
+        isinstance(above, ast.If) and above not in around and not above.orelse and counts_devices(above.test)
+        for above in ctx.ancestors(value)
+    )
 
 
 def _models_of(value: ast.expr) -> set[str]:
@@ -168,7 +179,6 @@ def _handled_later(
     opt: str,
     load: ast.Call,
     move: ast.Call,
-    local: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
 ) -> bool:
     """Whether the optimizer is handed to a call, or its ``.state`` touched, after the load.
 
@@ -187,13 +197,11 @@ def _handled_later(
         if "sched" in callee.lower() or callee.startswith("torch.optim.lr_scheduler."):
             continue  # an LR scheduler does not move state
         if any(dotted(arg) == opt for arg in [*call.args, *(k.value for k in call.keywords)]):
-            name = call.func.id if isinstance(call.func, ast.Name) else None
-            if (
-                before(move, call)
-                and name in local
-                and not _touches_state(local[name], _parameter_of(local[name], call, opt))
-            ):
-                continue
+            callee_def = _file_function(ctx, call)
+            if callee_def is not None and before(move, call):
+                func, offset = callee_def
+                if not _touches_state(ctx, func, _parameter_of(func, call, opt, offset)):
+                    continue
             return True
     return False
 
@@ -208,9 +216,14 @@ def _on_some_paths(ctx: FileContext, node: ast.AST, load: ast.Call) -> bool:
     return any(isinstance(above, ast.If) and above not in around for above in ctx.ancestors(node))
 
 
-def _parameter_of(func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, opt: str) -> str | None:
-    """The parameter of ``func`` that ``call`` passes ``opt`` to (``None``: through ``*args``/``**kwargs``)."""
-    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+def _parameter_of(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, opt: str, offset: int = 0
+) -> str | None:
+    """The parameter of ``func`` that ``call`` passes ``opt`` to (``None``: through ``*args``/``**kwargs``).
+
+    ``offset``: leading parameters the call does not pass (a method's ``self``).
+    """
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]][offset:]
     for i, arg in enumerate(call.args):
         if dotted(arg) == opt:
             return params[i] if i < len(params) and not isinstance(arg, ast.Starred) else None
@@ -231,31 +244,75 @@ def _loads_state(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str | None
     )
 
 
-def _touches_state(func: ast.FunctionDef | ast.AsyncFunctionDef, param: str | None) -> bool:
-    """Whether a function reads the optimizer's ``state``, loads it again, or hands it to another call.
+def _touches_state(
+    ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str | None, depth: int = 0
+) -> bool:
+    """Whether a function may put the optimizer's state where its parameters are.
+
+    It loads the state again, changes ``state`` while moving tensors (``state[k] = v.to(device)``), or hands the
+    optimizer to a call that may: ``ferry.place(model, device, optimizer=opt)``, ``accelerator.prepare(opt)``, any
+    call this rule cannot read, or a function or method of the file that does so in turn (three calls deep). Only
+    reading the state (DARTS's ``network_optimizer.state[v]["momentum_buffer"]``) moves nothing.
 
     ``param``: the parameter that holds the optimizer (``None``: not known, so any such use counts).
     """
+    moves = any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+        for n in ast.walk(func)
+    )
+    parents = {child: node for node in ast.walk(func) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(func):
         if param is None:
-            if isinstance(node, ast.Attribute) and node.attr in ("state", "place", "prepare", "load_state_dict"):
+            if isinstance(node, ast.Attribute) and node.attr in ("place", "prepare", "load_state_dict"):
+                return True
+            if isinstance(node, ast.Attribute) and node.attr == "state" and moves:
                 return True
             continue
         if not (isinstance(node, ast.Name) and node.id == param):
             continue
-        parent = next((p for p in ast.walk(func) if node in ast.iter_child_nodes(p)), None)
-        if isinstance(parent, ast.Attribute) and parent.attr in ("state", "load_state_dict", "__setstate__"):
+        parent = parents.get(node)
+        if isinstance(parent, ast.Attribute) and parent.attr in ("load_state_dict", "__setstate__"):
             return True
-        if isinstance(parent, ast.Call | ast.keyword):
-            return True  # handed on: `ferry.place(model, device, optimizer=opt)`, `accelerator.prepare(opt)`
+        if isinstance(parent, ast.Attribute) and parent.attr == "state" and moves:
+            return True
+        call = parents.get(parent) if isinstance(parent, ast.keyword) else parent
+        if isinstance(call, ast.Call) and node is not call.func:
+            callee = _file_function(ctx, call)
+            if callee is None or depth >= 3:
+                return True  # handed on to a call not read here
+            inner, offset = callee
+            given = _parameter_of(inner, call, param, offset)
+            if given is None or _touches_state(ctx, inner, given, depth + 1):
+                return True
     return False
+
+
+def _file_function(ctx: FileContext, call: ast.Call) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
+    """The function of the file ``call`` runs, and how many leading parameters it does not pass (``self``).
+
+    A function defined once at the top of the file, or a method whose name only one class of the file defines.
+    """
+    func = call.func
+    if isinstance(func, ast.Name):
+        found = local_functions(ctx).get(func.id)
+        return (found, 0) if found is not None else None
+    if isinstance(func, ast.Attribute):
+        methods = [
+            m
+            for cls in ctx.kinds.classes.values()
+            for m in cls.body
+            if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name == func.attr
+        ]
+        if len(methods) == 1:
+            static = any(dotted(d) == "staticmethod" for d in methods[0].decorator_list)
+            return methods[0], 0 if static else 1
+    return None
 
 
 def check(ctx: FileContext) -> Iterator[Finding]:
     """Yield each optimizer state load that runs before its model moves to the device, and that move."""
     reported: set[ast.AST] = set()
     scope_calls: dict[ast.AST, list[ast.Call]] = {}
-    local = local_functions(ctx)
     for load, opt, candidates, eager in _state_events(ctx):
         if not candidates:
             continue
@@ -278,7 +335,7 @@ def check(ctx: FileContext) -> Iterator[Finding]:
             value = _binding_value(ctx, model, load)
             if value is None or any(isinstance(c, ast.Call) and is_device_move(ctx, c) for c in ast.walk(value)):
                 continue  # not built here, or built on the device already
-            if _handled_later(ctx, calls, scope, opt, load, move, local):
+            if _handled_later(ctx, calls, scope, opt, load, move):
                 break
             if eager:
                 built_name = ctx.call_name(load) or "the optimizer"
