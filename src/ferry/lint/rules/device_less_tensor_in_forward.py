@@ -420,7 +420,11 @@ class Flow:
         A tensor here is an input of the calling method or the output of one of the module's layers.
         """
         cls = self.ctx.enclosing_class(func)
-        if not isinstance(func, FUNCTIONS) or cls is None or func not in cls.body:
+        if not isinstance(func, FUNCTIONS):
+            return []
+        if cls is None and func in self.ctx.tree.body:
+            return self._passed_by_modules(func)
+        if cls is None or func not in cls.body:
             return []
         if not self.ctx.kinds.class_is_module(cls.name):
             return []
@@ -443,6 +447,25 @@ class Flow:
                     passed.add(params[index])  # `mu, logvar = self.encode(x)`: what the module computes from x
                 elif given and isinstance(arg, ast.Name) and self._item_of_inputs(arg, call, given):
                     passed.add(params[index])  # `[self.normalize(img) for img in images]`: each input image
+        return sorted(passed)
+
+    def _passed_by_modules(self, func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+        """Parameters of a function of the file that a module's method calls with one of that method's inputs.
+
+        DDIM's ``get_timestep_embedding(t, self.ch)`` in ``Model.forward``.
+        """
+        params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+        passed: set[str] = set()
+        for call in self.ctx.nodes(ast.Call):
+            if not (isinstance(call.func, ast.Name) and call.func.id == func.name):
+                continue
+            caller = self.ctx.enclosing_function(call)
+            if caller is None or caller is func or not self._in_module_method(call):
+                continue
+            given = set(self.inputs(caller)) | _forward_parameters(caller)
+            for index, arg in enumerate(call.args[: len(params)]):
+                if isinstance(arg, ast.Name) and arg.id in given:
+                    passed.add(params[index])
         return sorted(passed)
 
     def _item_of_inputs(self, name: ast.Name, call: ast.Call, inputs: dict[str, str]) -> bool:
@@ -1197,6 +1220,15 @@ class Flow:
 #: Functions that join tensors of one device into one (no zero-dimensional operand): the result of joining a CPU
 #: tensor is on the CPU, or the call fails.
 _JOINS = frozenset(f"torch.{name}" for name in "cat concat concatenate stack hstack vstack dstack".split())
+
+
+def _forward_parameters(func: ast.AST) -> set[str]:
+    """The parameters of a module's ``forward`` that have no default and no annotation: its input tensors."""
+    if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) or func.name != "forward":
+        return set()
+    positional = [*func.args.posonlyargs, *func.args.args][1:]
+    required = positional[: len(positional) - len(func.args.defaults)]
+    return {a.arg for a in required if a.annotation is None}
 
 
 def _called_by_forward(cls: ast.ClassDef, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
