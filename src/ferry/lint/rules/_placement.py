@@ -1578,8 +1578,10 @@ class _Flow(CallsMixin):
                 continue
             # `self.images.append(torch.from_numpy(img))` in a dataset's `__init__`: a list of host tensors
             listed = val.what == "seq" and val.element is not None and val.element.what in TENSORISH
-            if val.what in ("device", "dataset", "loader") or (
-                (val.what in ("module", "any", *TENSORISH) or listed) and attr not in handled
+            # a tensor handed to a call stays where it is (`Tensor.to` makes a copy): only a module or an object of
+            # unknown kind may be moved in place by the method that gets it
+            if val.what in ("device", "dataset", "loader", *TENSORISH) or (
+                (val.what in ("module", "any") or listed) and attr not in handled
             ):
                 found[name] = val
         if not modules:
@@ -3016,7 +3018,10 @@ class _Flow(CallsMixin):
             return f"move `{val.name}` with `.to({where})` before it is packed into `{short(self.segment(node.value))}`"
         if isinstance(node, ast.Name):  # a loop variable used here: keep the moved tensor (a bare `.to()` is lost)
             return f"`{node.id} = {node.id}.to({where})` before this line"
-        text = f"`{short(self.segment(node))}.to({where})`"
+        written = short(self.segment(node))
+        if isinstance(node, ast.BinOp | ast.UnaryOp | ast.BoolOp | ast.Compare | ast.IfExp | ast.Lambda):
+            written = f"({written})"  # `(t + 1).to(device)`: the whole expression, not its last operand
+        text = f"`{written}.to({where})`"
         made = isinstance(node, ast.Call) and (self.ctx.call_name(node) or "").startswith("torch.")  # a factory
         return f"{text}, or make it with `device={where}`" if made else text
 

@@ -452,6 +452,8 @@ def keeping_parameters(
         if not (isinstance(node, ast.Name) and node.id in kept):
             continue
         parent = parents.get(node)
+        if isinstance(node.ctx, ast.Store) and isinstance(parent, ast.Assign) and node in parent.targets:
+            continue  # `beta = torch.cat([zero, beta])`: the name now holds a new value; the caller's is untouched
         if not isinstance(node.ctx, ast.Load):
             kept.discard(node.id)
         elif isinstance(parent, ast.Call) and parent.func is node:
