@@ -511,6 +511,18 @@ def _numbers(val: Val, depth: int = 0) -> bool:
     )
 
 
+def _names_devices(cls: ast.ClassDef) -> bool:
+    """Whether a class's code moves anything or names a device (``.to(...)``, ``.cuda()``, ``device=``, ``device``)."""
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Attribute) and node.attr in ("to", "cuda", "device", "pin_memory"):
+            return True
+        if isinstance(node, ast.keyword) and node.arg == "device":
+            return True
+        if isinstance(node, ast.Name) and "device" in node.id.lower():
+            return True
+    return False
+
+
 def _property_setter(ctx: FileContext, name: str) -> bool:
     """Whether a class of the file defines ``name`` as a property with a setter (Tacotron's ``model.r = r``).
 
@@ -1442,6 +1454,10 @@ class _Flow(CallsMixin):
                 self._datasets[cls] = Val("dataset", shape.where, item=True)
             elif shape.what == "dict" and shape.element is not None:
                 self._datasets[cls] = Val("dataset", shape.element.where)
+        if self._datasets[cls].where is None and not self._datasets[cls].items and not _names_devices(cls):
+            # `img = self.transforms(img); return img`: a dataset that never names a device makes its samples on the
+            # host (NumPy arrays, numbers, host tensors), and the default collate stacks them there
+            self._datasets[cls] = Val("dataset", HOST)
         return self._datasets[cls]
 
     def record_call(

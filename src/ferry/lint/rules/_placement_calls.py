@@ -1365,7 +1365,9 @@ class CallsMixin(DevicesMixin):
             host = [
                 (a, n)
                 for i, (a, n) in enumerate(zip(args, nodes, strict=False))
-                if a.what in TENSORISH and a.where == HOST and (i == 0 or _later_input(a, n))
+                if a.where == HOST
+                and (a.what in TENSORISH or (a.what == "batch" and i == 0))  # a whole host batch as the input
+                and (i == 0 or _later_input(a, n))
             ]
             states = [  # `lstm(x, (h0, c0))`, `model(x, state)` with `state = (torch.zeros(...), torch.zeros(...))`
                 (replace(held, origin=a.origin, name=a.name), n)
