@@ -1159,10 +1159,12 @@ class CallsMixin(DevicesMixin):
         self._classes[name] = (params, aware)
         return params, aware
 
-    def _layer_factory(self, name: str) -> bool:
+    def _layer_factory(self, name: str, depth: int = 0) -> bool:
         """Whether ``name`` is a function of the file that returns layers with parameters it builds.
 
-        ``def conv_block(i, o): return nn.Sequential(nn.Conv2d(i, o, 3), nn.BatchNorm2d(o), nn.ReLU())``.
+        ``def conv_block(i, o): return nn.Sequential(nn.Conv2d(i, o, 3), nn.BatchNorm2d(o), nn.ReLU())``; also one
+        that builds a module class of the file holding parameters, or calls such a function (pytorch-fid's
+        ``fid_inception_v3()`` -> ``_inception_v3(...)`` -> ``Inception3(...)``).
         """
         func = next(
             (s for s in self.ctx.tree.body if isinstance(s, ast.FunctionDef) and s.name == name),
@@ -1173,6 +1175,14 @@ class CallsMixin(DevicesMixin):
         for call in ast.walk(func):  # `layers = [nn.Conv2d(...), ...]; return nn.Sequential(*layers)` too
             full = self.ctx.qualname(call.func) if isinstance(call, ast.Call) else None
             if full and full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] in LAYERS_WITH_PARAMETERS:
+                return True
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)) or call.func.id == name:
+                continue
+            built = call.func.id
+            if built in self.ctx.kinds.classes and self.ctx.kinds.class_is_module(built):
+                if self._class_info(built)[0]:
+                    return True
+            elif depth < 2 and self._layer_factory(built, depth + 1):
                 return True
         return False
 
