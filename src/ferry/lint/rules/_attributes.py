@@ -61,6 +61,22 @@ def _unregistered(ctx: FileContext) -> tuple[list[PlainTensor], list[PlainContai
     return tensors, containers
 
 
+#: Methods that run on the model's inputs, never set it up.
+_FORWARDS = frozenset({"forward", "__call__"})
+
+
+def _called_on_self(func: ast.AST) -> list[str]:
+    """The names of the methods ``func`` calls on ``self`` (``self._initialize_alphas()``), in order."""
+    return [
+        node.func.attr
+        for node in ast.walk(func)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    ]
+
+
 def _methods(cls: ast.ClassDef) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     return {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
 
@@ -86,7 +102,9 @@ def _scan(ctx: FileContext, cls: ast.ClassDef, tensors: list[PlainTensor], conta
                     assigned.setdefault(attr, []).append(node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             mentioned.add(node.value)
-    for stmt in ast.walk(init):
+    # `__init__` and the methods it runs on `self` (DARTS's `self._initialize_alphas()`)
+    setup = [init, *(methods[n] for n in _called_on_self(init) if n in methods and n not in _FORWARDS)]
+    for stmt in (node for part in setup for node in ast.walk(part)):
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
             continue
         attr = _self_attribute(stmt.targets[0])
@@ -107,7 +125,7 @@ def _scan(ctx: FileContext, cls: ast.ClassDef, tensors: list[PlainTensor], conta
 _SAME_PLACE = frozenset(
     """
     view reshape unsqueeze squeeze permute transpose t flatten expand repeat contiguous float double half bfloat16
-    long int bool clone detach exp log sqrt sin cos neg abs
+    long int bool clone detach exp log sqrt sin cos neg abs requires_grad_
     """.split()
 )
 
@@ -144,6 +162,10 @@ def _host_factory(ctx: FileContext, value: ast.expr) -> bool:
 
     Also through shape and dtype methods: ``torch.tensor([0.5, 0.5, 0.5]).view(1, 3, 1, 1)``.
     """
+    if isinstance(value, ast.BinOp) and isinstance(value.left, ast.Constant):  # `1e-3 * torch.randn(k, n)`
+        return _host_factory(ctx, value.right)
+    if isinstance(value, ast.BinOp) and isinstance(value.right, ast.Constant):
+        return _host_factory(ctx, value.left)
     if not isinstance(value, ast.Call):
         return False
     if isinstance(value.func, ast.Attribute) and value.func.attr in _SAME_PLACE:
