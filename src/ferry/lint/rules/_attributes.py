@@ -133,6 +133,8 @@ _SAME_PLACE = frozenset(
 def _registered_items(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
     """Whether the class registers the items of ``self.<attr>`` itself (pyGAT's attention heads).
 
+    Also when it wraps the list in a container module kept beside it (``nn.ModuleList(self.decoders)``).
+
     ``for i, attention in enumerate(self.attentions): self.add_module('attention_{}'.format(i), attention)`` (or
     ``register_module``, ``setattr(self, ...)``): each layer is then a submodule that ``.to()`` moves, trains and
     saves, and the list only keeps the order.
@@ -141,6 +143,9 @@ def _registered_items(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
         if not isinstance(node, ast.Call):
             continue
         func = node.func
+        wrapped = (ctx.qualname(func) or "").rsplit(".", 1)[-1] in ("ModuleList", "ModuleDict", "Sequential")
+        if wrapped and any(_self_attribute(a) == attr for a in node.args):
+            return True  # ENAS's `self._decoders = nn.ModuleList(self.decoders)`: the same layers, registered
         registers = (
             isinstance(func, ast.Attribute)
             and func.attr in ("add_module", "register_module")
