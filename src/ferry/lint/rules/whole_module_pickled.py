@@ -83,8 +83,14 @@ def _model_parameter(ctx: FileContext, name: ast.Name) -> bool:
             passed = call.args[position]
         if passed is not None:
             kind = ctx.kind(passed)
-            if kind is None or not kind.is_module:
-                return False
+            if kind is not None and kind.is_module:
+                continue
+            if isinstance(passed, ast.Attribute) and passed.attr == "module":  # `self.net.module` of DataParallel
+                passed = passed.value
+            last = passed.attr if isinstance(passed, ast.Attribute) else getattr(passed, "id", None)
+            if kind is None and isinstance(last, str) and _model_name(last):
+                continue  # `self.save_network(self.net, ...)`, `save(self.rankLoss.net)`: named as a model
+            return False
     return True
 
 
@@ -114,6 +120,12 @@ def _model_name(name: str) -> bool:
     return name in MODEL_NAMES or name.endswith(MODEL_SUFFIXES) or (name.startswith("net") and name[3:4].isupper())
 
 
+def _builder_name(func: ast.expr) -> bool:
+    """``network_fn``, ``build_model``, ``get_net``: a callable named for building a model."""
+    last = (dotted(func) or "").rpartition(".")[2].lower()
+    return any(word in last.split("_") for word in ("net", "network", "model")) and "state" not in last
+
+
 def _kept_as_it_is(ctx: FileContext, node: ast.Name | ast.Attribute) -> bool:
     """Whether every binding of the name (of the attribute, in its class) is a parameter, ``getattr``, or a module.
 
@@ -126,8 +138,14 @@ def _kept_as_it_is(ctx: FileContext, node: ast.Name | ast.Attribute) -> bool:
     scope = cls if isinstance(node, ast.Attribute) else (ctx.enclosing_function(node) or ctx.tree)
     if scope is None:
         return False
+    scopes: list[ast.AST] = [scope]
+    if isinstance(node, ast.Attribute) and cls is not None:  # DeepRL's `BaseAgent.save`: subclasses set `self.network`
+        scopes += [c for c in ctx.kinds.classes.values() if any(dotted(b) == cls.name for b in c.bases)]
     values = [
-        n.value for n in ast.walk(scope) if isinstance(n, ast.Assign) and any(dotted(t) == name for t in n.targets)
+        n.value
+        for part in scopes
+        for n in ast.walk(part)
+        if isinstance(n, ast.Assign) and any(dotted(t) == name for t in n.targets)
     ]
     if not values:
         return False
@@ -136,6 +154,8 @@ def _kept_as_it_is(ctx: FileContext, node: ast.Name | ast.Attribute) -> bool:
             continue
         if isinstance(value, ast.Call) and ctx.call_name(value) == "getattr":
             continue
+        if isinstance(value, ast.Call) and _builder_name(value.func):
+            continue  # `self.network = config.network_fn()`, `self.model = build_model(cfg)`
         kind = ctx.kind(value)
         if kind is None or not kind.is_module:
             return False
