@@ -511,6 +511,15 @@ def _numbers(val: Val, depth: int = 0) -> bool:
     )
 
 
+def _int_literal(node: ast.expr) -> int | None:
+    """The value of an integer literal, negative ones included (``-1``); ``None`` for anything else."""
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    inner = node.operand if isinstance(node, ast.UnaryOp) and negative else node
+    if isinstance(inner, ast.Constant) and type(inner.value) is int:
+        return -inner.value if negative else inner.value
+    return None
+
+
 def _names_devices(cls: ast.ClassDef) -> bool:
     """Whether a class's code moves anything or names a device (``.to(...)``, ``.cuda()``, ``device=``, ``device``)."""
     for node in ast.walk(cls):
@@ -2676,8 +2685,8 @@ class _Flow(CallsMixin):
             # `test_data[0]`: one item of a TensorDataset, where its tensors are
             return Val("tuple", items=owner.items) if owner.items else Val("batch", owner.where)
         if owner.what == "tuple":
-            if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
-                i = node.slice.value
+            i = _int_literal(node.slice)  # `batch[0]`, `batch[-1]`
+            if i is not None:
                 return owner.items[i] if -len(owner.items) <= i < len(owner.items) else UNKNOWN
             return UNKNOWN
         if owner.what in ("seq", "dict"):
