@@ -79,6 +79,8 @@ from ferry.lint.rules._placement_values import (
     Val,
     agree,
     bound_names,
+    int_literal,
+    is_static,
     join,
     keeping_parameters,
     keyed,
@@ -87,6 +89,7 @@ from ferry.lint.rules._placement_values import (
     merge,
     moves_items,
     moves_names,
+    property_setter,
     short,
     tensor_use,
 )
@@ -325,11 +328,6 @@ def counts_devices(test: ast.expr) -> bool:
     return any(word in text for word in ("device_count", "gpu", "device_ids", "world_size"))
 
 
-def is_static(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A method decorated with ``@staticmethod`` alone: a function that no call passes ``self`` to."""
-    return len(func.decorator_list) == 1 and dotted(func.decorator_list[0]) == "staticmethod"
-
-
 def _defines(stmt: ast.stmt, name: str) -> bool:
     return isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name
 
@@ -511,15 +509,6 @@ def _numbers(val: Val, depth: int = 0) -> bool:
     )
 
 
-def _int_literal(node: ast.expr) -> int | None:
-    """The value of an integer literal, negative ones included (``-1``); ``None`` for anything else."""
-    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
-    inner = node.operand if isinstance(node, ast.UnaryOp) and negative else node
-    if isinstance(inner, ast.Constant) and type(inner.value) is int:
-        return -inner.value if negative else inner.value
-    return None
-
-
 def _names_devices(cls: ast.ClassDef) -> bool:
     """Whether a class's code moves anything or names a device (``.to(...)``, ``.cuda()``, ``device=``, ``device``)."""
     for node in ast.walk(cls):
@@ -530,20 +519,6 @@ def _names_devices(cls: ast.ClassDef) -> bool:
         if isinstance(node, ast.Name) and "device" in node.id.lower():
             return True
     return False
-
-
-def _property_setter(ctx: FileContext, name: str) -> bool:
-    """Whether a class of the file defines ``name`` as a property with a setter (Tacotron's ``model.r = r``).
-
-    Setting it runs the setter, which sets what it sets on the model's own tensors: no layer is replaced.
-    """
-    return any(
-        isinstance(m, ast.FunctionDef)
-        and m.name == name
-        and any(dotted(d) == f"{name}.setter" for d in m.decorator_list)
-        for cls in ctx.kinds.classes.values()
-        for m in cls.body
-    )
 
 
 def _same_place(owner: Val, val: Val) -> bool:
@@ -2346,7 +2321,7 @@ class _Flow(CallsMixin):
                 and held.what != "unknown"
                 and not _same_place(held, val)
                 and not rewrapped
-                and not (val.what != "module" and _property_setter(self.ctx, target.attr))
+                and not (val.what != "module" and property_setter(self.ctx.kinds.classes.values(), target.attr))
             ):
                 self.env[owner] = replace(held, where=None, fresh=False)
                 if stmt is not None:
@@ -2685,7 +2660,7 @@ class _Flow(CallsMixin):
             # `test_data[0]`: one item of a TensorDataset, where its tensors are
             return Val("tuple", items=owner.items) if owner.items else Val("batch", owner.where)
         if owner.what == "tuple":
-            i = _int_literal(node.slice)  # `batch[0]`, `batch[-1]`
+            i = int_literal(node.slice)  # `batch[0]`, `batch[-1]`
             if i is not None:
                 return owner.items[i] if -len(owner.items) <= i < len(owner.items) else UNKNOWN
             return UNKNOWN

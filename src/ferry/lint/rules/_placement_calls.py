@@ -34,10 +34,13 @@ from ferry.lint.rules._placement_values import (
     Val,
     agree,
     bound_names,
+    int_literal,
+    is_static,
     kept_by,
     keyed,
     line,
     loader_name,
+    property_setter,
     short,
 )
 from ferry.lint.torch_api import (
@@ -624,7 +627,7 @@ class CallsMixin(DevicesMixin):
             given = [
                 a
                 for a, keyword in [*((a, None) for a in node.args), *((k.value, k.arg) for k in node.keywords)]
-                if not (_is_int(a) and "device" not in (keyword or "").lower())
+                if not (int_literal(a) is not None and "device" not in (keyword or "").lower())
             ]
             devices_given = device is not None or any(self.device_where(a) is not None for a in given)
             feeds = self._fed_device(full, node) if aware and params else None
@@ -1108,7 +1111,7 @@ class CallsMixin(DevicesMixin):
         overrides = {n for m in cls.body if _moving_override(m) for n in ast.walk(m)}
         # a static method is a function kept in the class (`train_step(model, optimizer, iterator, args)`): what it
         # moves are its arguments, not this module's weights or inputs
-        overrides |= {n for m in cls.body if isinstance(m, ast.FunctionDef) and _static(m) for n in ast.walk(m)}
+        overrides |= {n for m in cls.body if isinstance(m, ast.FunctionDef) and is_static(m) for n in ast.walk(m)}
         for node in ast.walk(cls):  # breadth first: every method is seen before the calls in it
             if node in overrides:
                 continue  # `def to(self, device): self.scale = self.scale.to(device); return super().to(device)`
@@ -1202,7 +1205,7 @@ class CallsMixin(DevicesMixin):
         for param, value in passed:
             if param is None or param not in (*positional, *named):
                 return False
-            if (self.device_where(value) is None or _is_int(value)) and "device" not in param.lower():
+            if (self.device_where(value) is None or int_literal(value) is not None) and "device" not in param.lower():
                 continue  # a bare number is a size or an index here (`pad_idx=0`), as for the call's devices
             if "device" not in param.lower() or self._places_weights(cls, init, param):
                 return False
@@ -2258,19 +2261,10 @@ def reads_only(method: ast.FunctionDef, ctx: FileContext | None = None) -> bool:
     return True
 
 
-def _static(func: ast.FunctionDef) -> bool:
-    return len(func.decorator_list) == 1 and dotted(func.decorator_list[0]) == "staticmethod"
-
-
 def _setter_of(ctx: FileContext | None, method: ast.FunctionDef, name: str) -> bool:
     """Whether the class that defines ``method`` has a property ``name`` with a setter."""
     cls = ctx.enclosing_class(method) if ctx is not None else None
-    return cls is not None and any(
-        isinstance(m, ast.FunctionDef)
-        and m.name == name
-        and any(dotted(d) == f"{name}.setter" for d in m.decorator_list)
-        for m in cls.body
-    )
+    return cls is not None and property_setter([cls], name)
 
 
 def feeds_submodule(ctx: FileContext, method: ast.FunctionDef, depth: int = 0) -> bool:
@@ -2473,13 +2467,6 @@ _API_NAMES = frozenset({"torch", "np", "numpy", "variable", "autograd", "nn", "f
 def _on_device_tensor(val: Val) -> bool:
     """A tensor (or a module's output) known to be on the chosen device."""
     return val.what in TENSORISH and val.where == DEVICE
-
-
-def _is_int(node: ast.expr) -> bool:
-    """An integer literal (``5``, ``-1``), which a device argument would read as a CUDA ordinal."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant) and type(node.value) is int
 
 
 def _reading_method(ctx: FileContext, name: str) -> bool:

@@ -597,3 +597,31 @@ def _loss_name(func: ast.expr | None) -> bool:
     """``criterion``, ``loss_fn``, ``self.compute_loss``: a callee named as a loss, whose arguments are tensors."""
     name = (func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "").lower()
     return "loss" in name or "criterion" in name
+
+
+def is_static(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A method decorated with ``@staticmethod`` alone: a function that no call passes ``self`` to."""
+    return len(func.decorator_list) == 1 and dotted(func.decorator_list[0]) == "staticmethod"
+
+
+def property_setter(classes: Iterable[ast.ClassDef], name: str) -> bool:
+    """Whether one of ``classes`` defines ``name`` as a property with a setter (Tacotron's ``model.r = r``).
+
+    Setting it runs the setter, which sets what it sets on the model's own tensors: no layer is replaced.
+    """
+    return any(
+        isinstance(m, ast.FunctionDef)
+        and m.name == name
+        and any(dotted(d) == f"{name}.setter" for d in m.decorator_list)
+        for cls in classes
+        for m in cls.body
+    )
+
+
+def int_literal(node: ast.expr) -> int | None:
+    """The value of an integer literal, negative ones included (``-1``); ``None`` for anything else."""
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    inner = node.operand if isinstance(node, ast.UnaryOp) and negative else node
+    if isinstance(inner, ast.Constant) and type(inner.value) is int:
+        return -inner.value if negative else inner.value
+    return None

@@ -57,6 +57,7 @@ from collections.abc import Iterator
 from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
 from ferry.lint.rules._placement import counts_devices, local_functions
+from ferry.lint.rules._placement_values import is_static
 from ferry.lint.rules._training import (
     before,
     calls_in,
@@ -304,8 +305,7 @@ def _file_function(ctx: FileContext, call: ast.Call) -> tuple[ast.FunctionDef | 
             if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name == func.attr
         ]
         if len(methods) == 1:
-            static = any(dotted(d) == "staticmethod" for d in methods[0].decorator_list)
-            return methods[0], 0 if static else 1
+            return methods[0], 0 if is_static(methods[0]) else 1
     return None
 
 
