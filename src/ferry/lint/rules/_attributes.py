@@ -421,6 +421,27 @@ def _moved_attribute(ctx: FileContext, call: ast.Call, me: str) -> str | None:
             target = target.value
         if isinstance(target, ast.Attribute) and dotted(target.value) == me:
             return target.attr
+        if isinstance(target, ast.Name) and receiver is not None and dotted(receiver) == target.id:
+            return _wrapped_as_parameter(ctx, call, target.id, me)
+    return None
+
+
+def _wrapped_as_parameter(ctx: FileContext, call: ast.Call, name: str, me: str) -> str | None:
+    """``init = init.cuda()``, then ``self.transitions = nn.Parameter(init)``: the ``self.<attr>`` the move fills."""
+    func = ctx.enclosing_function(call)
+    for stmt in ast.walk(func) if func is not None else ():
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Call)):
+            continue
+        target, value = stmt.targets[0], stmt.value
+        if (
+            ctx.call_name(value) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+            and value.args
+            and isinstance(value.args[0], ast.Name)
+            and value.args[0].id == name
+            and isinstance(target, ast.Attribute)
+            and dotted(target.value) == me
+        ):
+            return target.attr
     return None
 
 

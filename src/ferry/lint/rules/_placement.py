@@ -820,6 +820,8 @@ class _Flow(CallsMixin):
         self._aliased: dict[ast.AST, dict[str, set[str]]] = {}
         self._classes: dict[str, tuple[bool | None, bool]] = {}
         self._available: dict[ast.AST, bool] = {}
+        self._attribute_index: dict[str, list[ast.AST]] | None = None
+        self._flags: dict[ast.AST, bool | None] = {}
         self._busy: set[str] = set()
         self._globals: set[str] | None = None
         self._handled: set[str] | None = None
@@ -2051,7 +2053,7 @@ class _Flow(CallsMixin):
         ``torch.cuda.is_available()``, ``device_type == "cuda"``, ``"cuda" in device``, ``device.type != "cpu"``,
         ``not ...`` of those, ``... and torch.cuda.is_available()``, and names bound once to one of them.
         """
-        if depth > 3:
+        if depth > 6:
             return None
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             inner = self._accelerator_branch(test.operand, depth + 1)
@@ -2076,7 +2078,90 @@ class _Flow(CallsMixin):
                     return True
                 if last in _CPU_FLAGS:
                     return False
+            return self._flag_of(test, depth)
         return None
+
+    def _flag_of(self, test: ast.Name | ast.Attribute, depth: int) -> bool | None:
+        """A flag that the file sets from a device decision, read through parameters and attributes.
+
+        ``data.HP_gpu = torch.cuda.is_available()`` (and ``self.HP_gpu = False`` as its default), then
+        ``self.gpu = data.HP_gpu`` and ``batchify(rows, data.HP_gpu)`` with ``if gpu:`` inside: every value the file
+        gives the flag, other than ``True``/``False`` written as defaults, decides the same way. An attribute takes
+        what the file assigns to that attribute of any object; a parameter of one of the file's functions (or of a
+        class's ``__init__``) takes what every call passes, or its default. ``None`` where any value is unknown.
+        """
+        if test in self._flags:
+            return self._flags[test]
+        self._flags[test] = None  # a flag passed back to itself (`CRF(..., self.gpu)` in a class with `self.gpu = gpu`)
+        self._flags[test] = found = self._read_flag(test, depth)
+        return found
+
+    def _read_flag(self, test: ast.Name | ast.Attribute, depth: int) -> bool | None:
+        values: list[ast.expr] = []
+        if isinstance(test, ast.Attribute):
+            values = [v for v in self._attribute_values(test.attr) if isinstance(v, ast.expr)]
+        else:
+            func = self.ctx.enclosing_function(test)
+            if func is None or test.id not in {a.arg for a in func.args.args + func.args.kwonlyargs}:
+                return None
+            stores = (n for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+            if any(n.id == test.id for n in stores):
+                return None  # rebound in the function: the test may read another value
+            passed = self._passed_to(func, test.id)
+            if passed is None:
+                return None
+            values = passed
+        sides = {
+            self._accelerator_branch(v, depth + 1)
+            for v in values
+            if not (isinstance(v, ast.Constant) and isinstance(v.value, bool))
+        }
+        return sides.pop() if len(sides) == 1 else None
+
+    def _attribute_values(self, attr: str) -> list[ast.AST]:
+        """Every expression the file assigns to ``<anything>.attr``."""
+        if self._attribute_index is None:
+            index: dict[str, list[ast.AST]] = {}
+            for name, found in self.ctx.kinds.values.items():
+                if "." in name:
+                    index.setdefault(name.rsplit(".", 1)[1], []).extend(found)
+            self._attribute_index = index
+        return self._attribute_index.get(attr, [])
+
+    def _passed_to(self, func: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> list[ast.expr] | None:
+        """What every call of the file's ``func`` passes as ``param`` (its default where a call leaves it out).
+
+        Functions at the top of the file called by name, and ``__init__`` of the file's classes called by the class
+        name; ``None`` for anything else, for calls with ``*args``/``**kwargs``, or when no call is seen.
+        """
+        names = [a.arg for a in func.args.posonlyargs + func.args.args]
+        cls = self.ctx.enclosing_class(func)
+        if cls is not None and func.name == "__init__" and func in cls.body:
+            callee, names = cls.name, names[1:]
+        elif func in self.ctx.tree.body:
+            callee = func.name
+        else:
+            return None
+        defaults = dict(zip(names[len(names) - len(func.args.defaults) :], func.args.defaults, strict=True))
+        for arg, default in zip(func.args.kwonlyargs, func.args.kw_defaults, strict=True):
+            if default is not None:
+                defaults[arg.arg] = default
+        calls = [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and n.func.id == callee]
+        if not calls:
+            return None
+        found: list[ast.expr] = []
+        for call in calls:
+            if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+                return None
+            given = [k.value for k in call.keywords if k.arg == param]
+            if param in names and names.index(param) < len(call.args):
+                given.append(call.args[names.index(param)])
+            if not given and param in defaults:
+                given.append(defaults[param])
+            if len(given) != 1:
+                return None
+            found.append(given[0])
+        return found
 
     def _loop(self, stmt: ast.For | ast.AsyncFor | ast.While) -> None:
         element = None

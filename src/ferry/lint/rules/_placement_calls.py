@@ -8,6 +8,7 @@ a loss given a device tensor and a host target or weight (FRY011).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -127,6 +128,7 @@ class CallsMixin(DevicesMixin):
         def plain_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
         def static_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
         def _plain_class(self, cls: ast.ClassDef, depth: int = 0) -> bool: ...
+        def _accelerator_branch(self, test: ast.expr, depth: int = 0) -> bool | None: ...
         def record_method_call(
             self, node: ast.Call, method: ast.FunctionDef, args: list[Val], kwargs: dict[str | None, Val]
         ) -> set[ast.expr]: ...
@@ -638,6 +640,9 @@ class CallsMixin(DevicesMixin):
                 return Val("module", made_here, fresh=made_here == HOST, params=params, feeds=feeds)
             placed = self._built_on(full, node) if aware and devices_given else None
             if placed is not None:  # `SpeakerEncoder(device, loss_device)` moving each layer `.to(device)`
+                return Val("module", placed[0], dev=placed[1], params=params)
+            placed = self._moved_in_init(full, node) if aware and params else None
+            if placed is not None:  # `self.to(Config.DEVICE)` at the end of its `__init__`
                 return Val("module", placed[0], dev=placed[1], params=params)
             if aware or (devices_given and not self._device_kept_only(full, node)):
                 return Val("module", params=params)
@@ -1264,6 +1269,121 @@ class CallsMixin(DevicesMixin):
         arg = next((k.value for k in node.keywords if k.arg == param), arg)
         where = self.device_where(arg) if arg is not None else None
         return (where, self.segment(arg)) if where is not None and arg is not None else None
+
+    def _moved_in_init(self, name: str, node: ast.Call, depth: int = 0) -> tuple[str, str] | None:
+        """Where the module class ``name`` of the file puts its weights itself when ``node`` builds it.
+
+        Its ``__init__`` ends by moving the whole module (``self.to(Config.DEVICE)``, ``self.cuda()``), or moves each
+        layer with weights that it keeps (``self.lstm = self.lstm.cuda()``), or builds it from module classes of the
+        file that do, at its top level or in the branch that runs on an accelerator (``if self.gpu:`` with
+        ``self.gpu = data.HP_gpu`` and ``data.HP_gpu = torch.cuda.is_available()``). The device is the one the move
+        names: a parameter of ``__init__`` is what the construction passes. ``None`` when a layer is built after the
+        move, a layer is left where it was built, or the device is not known.
+        """
+        cls = self.ctx.kinds.classes.get(name)
+        methods = cls.body if cls is not None else []
+        init = next((m for m in methods if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+        if init is None or not init.args.args or depth > 3 or init.args.vararg or init.args.kwarg:
+            return None
+        me = init.args.args[0].arg
+        names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+
+        def device_of(call: ast.Call) -> tuple[str, str] | None:
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "cuda":
+                return DEVICE, '"cuda"'
+            to = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+            if to is None or not isinstance(call.func, ast.Attribute) or call.func.attr != "to":
+                return None
+            if isinstance(to, ast.Name) and to.id in names:
+                index = names.index(to.id)
+                given = node.args[index] if index < len(node.args) else None
+                to = next((k.value for k in node.keywords if k.arg == to.id), given)
+                where = self.device_where(to) if to is not None else None
+            elif any(isinstance(n, ast.Name) and n.id == me for n in ast.walk(to)):
+                return None  # `self.to(self.device)`: kept from elsewhere
+            else:
+                where = self.device_where(to, pure=True)
+            return (where, self.segment(to)) if where == DEVICE and to is not None else None
+
+        def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+            for stmt in body:
+                if isinstance(stmt, ast.If):  # the accelerator's side, or both sides of another test
+                    side = self._accelerator_branch(stmt.test)
+                    if side is None:
+                        yield from statements(stmt.body)
+                    yield from statements(stmt.orelse if side is None or not side else stmt.body)
+                    continue
+                if isinstance(stmt, ast.For | ast.With):
+                    yield from statements(stmt.body)
+                    continue
+                yield stmt
+
+        layers: dict[str, int] = {}  # layer with weights kept -> line built
+        moved: dict[str, tuple[str, str]] = {}
+        moved_locals: dict[str, tuple[str, str]] = {}  # `init_transitions = init_transitions.cuda()`
+        whole: tuple[int, tuple[str, str]] | None = None
+        for stmt in statements(init.body):
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(stmt.value, ast.Call)
+                and isinstance(stmt.value.func, ast.Attribute)
+                and stmt.value.func.attr in ("to", "cuda")
+                and dotted(stmt.value.func.value) == stmt.targets[0].id
+                and not self._converts_only(stmt.value)
+            ):
+                found = device_of(stmt.value)
+                if found is not None:
+                    moved_locals[stmt.targets[0].id] = found
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                call = stmt.value
+                func = call.func
+                if (
+                    isinstance(func, ast.Attribute)
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == me
+                    and func.attr in ("to", "cuda")
+                    and not self._converts_only(call)
+                ):
+                    found = device_of(call)
+                    if found is None:
+                        return None
+                    whole = (stmt.lineno, found)
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                continue
+            target, value = stmt.targets[0], stmt.value
+            if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me):
+                continue
+            if not isinstance(value, ast.Call):
+                continue
+            if isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda"):
+                if not self._converts_only(value) and dotted(value.func.value) == f"{me}.{target.attr}":
+                    found = device_of(value)
+                    if found is None:
+                        return None
+                    moved[target.attr] = found
+                continue
+            full = self.ctx.call_name(value)
+            if full in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") and value.args:
+                layers[target.attr] = stmt.lineno  # `self.transitions = nn.Parameter(init_transitions)`
+                data = value.args[0]
+                if isinstance(data, ast.Name) and data.id in moved_locals:
+                    moved[target.attr] = moved_locals[data.id]
+                continue
+            if self._builds_layer_with_weights(value):
+                layers[target.attr] = stmt.lineno
+                part = dotted(value.func)
+                if part is not None and part in self.ctx.kinds.classes and part != name:
+                    inner = self._moved_in_init(part, value, depth + 1)
+                    if inner is not None:
+                        moved[target.attr] = inner
+        if whole is not None:
+            return whole[1] if all(line < whole[0] for line in layers.values()) else None
+        if not layers or any(layer not in moved for layer in layers):
+            return None
+        found_devices = {moved[layer] for layer in layers}
+        return found_devices.pop() if len(found_devices) == 1 else None
 
     def _builds_layer_with_weights(self, call: ast.Call) -> bool:
         """``nn.LSTM(...)``, ``nn.Sequential(...)`` or a module class of the file that holds weights."""
