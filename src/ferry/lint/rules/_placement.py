@@ -822,6 +822,7 @@ class _Flow(CallsMixin):
         self._available: dict[ast.AST, bool] = {}
         self._attribute_index: dict[str, list[ast.AST]] | None = None
         self._flags: dict[ast.AST, bool | None] = {}
+        self._attribute_kinds: dict[str, str] | None = None
         self._busy: set[str] = set()
         self._globals: set[str] | None = None
         self._handled: set[str] | None = None
@@ -2557,12 +2558,59 @@ class _Flow(CallsMixin):
                 return kept
             if owner.what in (*TENSORISH, "any", "module") and node.attr == "device":
                 return Val("device", owner.where, dev=self.segment(node))
+            if owner.what == "module" and owner.where == DEVICE and not owner.part and owner.params:
+                held = self._weight_attributes().get(node.attr)
+                if held == "tensor":  # `model.entity_embedding`, an `nn.Parameter`: where the module's weights are
+                    return Val("tensor", DEVICE, dev=owner.dev)
+                if held == "module":  # `model.fc`, a layer with weights
+                    return Val("module", DEVICE, dev=owner.dev, params=True, moved_at=owner.moved_at)
             if owner.what in TENSORISH:
                 if node.attr in NOT_TENSOR_ATTRIBUTES:
                     return OTHER
                 if owner.what == "output" or node.attr in SAME_DEVICE_ATTRIBUTES:
                     return replace(owner, what=owner.what if owner.what == "output" else "tensor")
         return UNKNOWN
+
+    def _weight_attributes(self) -> dict[str, str]:
+        """Attribute names that the module classes of the file give only weights: ``"tensor"`` or ``"module"``.
+
+        ``self.entity_embedding = nn.Parameter(...)``, ``self.register_buffer("mean", ...)``, ``weight`` and
+        ``bias`` are tensors that move with the module; ``self.fc = nn.Linear(...)`` (or a module class of the file
+        with weights) is a layer. A name that any class of the file also binds to something else is left out.
+        """
+        if self._attribute_kinds is not None:
+            return self._attribute_kinds
+        found: dict[str, set[str]] = {"weight": {"tensor"}, "bias": {"tensor"}}
+        for cls in self.ctx.nodes(ast.ClassDef):
+            module = self.ctx.kinds.class_is_module(cls.name)
+            for node in ast.walk(cls):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    if module and node.func.attr in ("register_buffer", "register_parameter") and node.args:
+                        first = node.args[0]
+                        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                            found.setdefault(first.value, set()).add("tensor")
+                    continue
+                if not isinstance(node, ast.Assign | ast.AnnAssign):
+                    continue
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self"):
+                        continue
+                    value = node.value
+                    full = self.ctx.call_name(value) if isinstance(value, ast.Call) else None
+                    if not module:
+                        kind = "other"
+                    elif full in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+                        kind = "tensor"
+                    elif isinstance(value, ast.Call) and self._builds_layer_with_weights(value):
+                        kind = "module"
+                    else:
+                        kind = "other"
+                    found.setdefault(target.attr, set()).add(kind)
+        self._attribute_kinds = {
+            name: kinds.pop() for name, kinds in found.items() if len(kinds) == 1 and "other" not in kinds
+        }
+        return self._attribute_kinds
 
     def _instance_value(self, node: ast.Attribute) -> Val | None:
         """``runner.root_device`` or ``graph.node_features`` of an instance of a plain class of the file.
