@@ -168,6 +168,10 @@ class CallsMixin(DevicesMixin):
             return self._lambda_value(helper, node, args)
         if callee is not None and callee.what in ("module", "any"):
             return self._call_module(node, callee, args, kwargs)
+        if isinstance(func, ast.Subscript) and self._registry_of_modules(func, node):
+            # `globals()[args.model](...)`, `MODELS[name](...)`: one of the file's model builders, on the host
+            made_here = HOST if not (self.default_device_set or self.strange_context) else None
+            return Val("module", made_here, fresh=made_here == HOST, params=True)
         call_method = self._called_instance(func) if callee is None or callee.what == "unknown" else None
         if call_method is not None:
             # `compute_loss(X, Y, logits)` on an instance of a plain class of the file: its `__call__` sees what the
@@ -1384,6 +1388,62 @@ class CallsMixin(DevicesMixin):
             return None
         found_devices = {moved[layer] for layer in layers}
         return found_devices.pop() if len(found_devices) == 1 else None
+
+    def _registry_of_modules(self, func: ast.Subscript, node: ast.Call) -> bool:
+        """Whether ``func`` looks a model builder up by name (``globals()[args.model]``, ``MODELS[name]``).
+
+        A dict bound once at the top of the file whose values are all module classes of the file or functions that
+        build one; or ``globals()``/``vars()`` when the file's own code treats what the call returns as a model
+        with weights (the name it is bound to gives ``.parameters()``/``.named_parameters()``) and defines at
+        least one such builder.
+        """
+        table = func.value
+        if isinstance(table, ast.Call) and isinstance(table.func, ast.Name) and table.func.id in ("globals", "vars"):
+            if table.args:
+                return False
+            builders = [
+                s.name
+                for s in self.ctx.tree.body
+                if (
+                    isinstance(s, ast.ClassDef)
+                    and self.ctx.kinds.class_is_module(s.name)
+                    and self._class_info(s.name)[0]
+                )
+                or (isinstance(s, ast.FunctionDef) and self._layer_factory(s.name))
+            ]
+            above = self.ctx.parent(node)
+            if not builders or not (
+                isinstance(above, ast.Assign) and len(above.targets) == 1 and isinstance(above.targets[0], ast.Name)
+            ):
+                return False
+            name = above.targets[0].id
+            scope = self.ctx.enclosing_function(node) or self.ctx.tree
+            return any(
+                isinstance(use, ast.Attribute)
+                and use.attr in ("parameters", "named_parameters")
+                and isinstance(use.value, ast.Name)
+                and use.value.id == name
+                for use in ast.walk(scope)
+            )
+        if not isinstance(table, ast.Name):
+            return False
+        values = self.ctx.kinds.assigned_values(table.id)
+        bound = [
+            s
+            for s in self.ctx.tree.body
+            if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == table.id for t in s.targets)
+        ]
+        if len(values) != 1 or len(bound) != 1 or not isinstance(values[0], ast.Dict) or not values[0].values:
+            return False
+        for value in values[0].values:
+            if not isinstance(value, ast.Name):
+                return False
+            if value.id in self.ctx.kinds.classes and self.ctx.kinds.class_is_module(value.id):
+                if not self._class_info(value.id)[0]:
+                    return False
+            elif not self._layer_factory(value.id):
+                return False
+        return True
 
     def _builds_layer_with_weights(self, call: ast.Call) -> bool:
         """``nn.LSTM(...)``, ``nn.Sequential(...)`` or a module class of the file that holds weights."""
