@@ -1031,7 +1031,8 @@ class CallsMixin(DevicesMixin):
             pairs = [given[k] for k in named if k in given]
             if len(pairs) == 2:  # the engine moves a 0-dim gradient to its output's device, any other fails
                 self._combined(node, pairs)
-        if name in COMBINING_FUNCTIONS and not node.keywords:
+        # `dim=`/`axis=` choose where to join (`torch.cat([a, b], dim=0)`); other keywords (`out=`) may place the result
+        if name in COMBINING_FUNCTIONS and all(k.arg in ("dim", "axis") for k in node.keywords):
             first_arg = node.args[0] if node.args else None
             if isinstance(first_arg, ast.List | ast.Tuple) and name in _SEQUENCE_FUNCTIONS:
                 self._combined(node, [(self._peek(item), item) for item in first_arg.elts], stacked=True)
