@@ -875,7 +875,16 @@ class _Flow(CallsMixin):
         declared: dict[ast.AST | None, set[str]] = {}
         statements: list[ast.Global | ast.Nonlocal] = [*self.ctx.nodes(ast.Global), *self.ctx.nodes(ast.Nonlocal)]
         for statement in statements:
-            declared.setdefault(self.ctx.enclosing_function(statement), set()).update(statement.names)
+            scope = self.ctx.enclosing_function(statement)
+            # `global mel_basis` in a function that only stores into it (`mel_basis[key] = ...`): the name still
+            # holds the module's value there
+            stored = {
+                n.id
+                for n in ast.walk(scope if scope is not None else self.ctx.tree)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del)
+            }
+            names = [name for name in statement.names if name in stored or isinstance(statement, ast.Nonlocal)]
+            declared.setdefault(scope, set()).update(names)
         functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
             *self.ctx.nodes(ast.FunctionDef),
             *self.ctx.nodes(ast.AsyncFunctionDef),
@@ -1022,6 +1031,8 @@ class _Flow(CallsMixin):
                 continue
             if _seedable(val) or (val.what in ("seq", "dict") and val.element is not None and _seedable(val.element)):
                 seeds[name] = val  # a dict of loaders (`dataloaders[phase]`) too
+            elif val.what == "dict" and not val.keys and val.element is not None and val.element.what == "none":
+                seeds[name] = val  # `mel_basis = {}`: a cache that the functions fill
         return seeds
 
     def _handled_by_functions(self) -> set[str]:
@@ -1739,9 +1750,21 @@ class _Flow(CallsMixin):
         return UNKNOWN
 
     def global_names(self) -> set[str]:
-        """Names some function declares ``global``: assignments anywhere may change them."""
+        """Names some function declares ``global`` and rebinds: assignments anywhere may change them.
+
+        ``global mel_basis`` in a function that only stores into it (``mel_basis[key] = ...``) rebinds nothing.
+        """
         if self._globals is None:
-            self._globals = {name for node in self.ctx.nodes(ast.Global) for name in node.names}
+            found: set[str] = set()
+            for node in self.ctx.nodes(ast.Global):
+                scope = self.ctx.enclosing_function(node)
+                stored = {
+                    n.id
+                    for n in ast.walk(scope if scope is not None else self.ctx.tree)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del)
+                }
+                found.update(name for name in node.names if name in stored or scope is None)
+            self._globals = found
         return self._globals
 
     # -- statements -------------------------------------------------------------------------------------------
@@ -2382,7 +2405,24 @@ class _Flow(CallsMixin):
         if isinstance(target, ast.Subscript):
             owner = dotted(target.value)
             held = self.env.get(owner) if owner is not None else None
-            if owner is not None and held is not None and held.what in ("seq", "dict", "tuple", "batch"):
+            cached = (
+                held is not None
+                and held.what == "dict"
+                and not held.keys
+                and held.element is not None
+                and (held.element.what == "none" or (held.element.what in TENSORISH and held.element.cache))
+                and val.what in TENSORISH
+                and not (isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str))
+            )
+            if owner is not None and held is not None and cached and held.element is not None:
+                # `mel_basis[str(fmax) + "_" + str(y.device)] = torch.from_numpy(mel)` into a dict that only such
+                # stores fill (a cache keyed by device or size): reading any key gives what they stored
+                stored = replace(val, origin=stmt if isinstance(stmt, ast.Assign) else val.origin, cache=True)
+                element = stored if held.element.what == "none" else agree([held.element, stored])
+                self.env[owner] = replace(
+                    held, element=replace(element, cache=True) if element.what != "unknown" else element
+                )
+            elif owner is not None and held is not None and held.what in ("seq", "dict", "tuple", "batch"):
                 # `inputs[key] = ipt.to(device)` in a loop over a batch's items: what it holds is not known now
                 self.env[owner] = UNKNOWN
             elif owner is not None and stmt is not None:
@@ -2521,6 +2561,8 @@ class _Flow(CallsMixin):
                 if key is not None:
                     self.ev(key)
             values = [self.ev(v) for v in node.values]
+            if not node.keys:
+                return Val("dict", element=NONE)  # no items yet: what is stored decides
             if any(key is None for key in node.keys):
                 return Val("dict")
             return keyed(node.keys, values)
@@ -3145,6 +3187,14 @@ class _Flow(CallsMixin):
     def fix(self, val: Val, node: ast.AST, where: str) -> str:
         """How to move a host value: reassign its name, or move the expression where it is used."""
         where = self.visible_device(where)
+        if val.cache and isinstance(val.origin, ast.Assign) and isinstance(val.origin.targets[0], ast.Subscript):
+            stored = val.origin.value  # `cache[key] = torch.ones(...)`: move what is stored
+            written = short(self.segment(stored))
+            if not isinstance(stored, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
+                written = f"({written})"
+            made = isinstance(stored, ast.Call) and (self.ctx.call_name(stored) or "").startswith("torch.")
+            text = f"store `{written}.to({where})`"
+            return f"{text}, or make it with `device={where}`" if made else text
         if val.name is not None and val.origin is not None:
             return f"`{val.name} = {val.name}.to({where})`"
         if val.name is not None and isinstance(node, ast.Starred):

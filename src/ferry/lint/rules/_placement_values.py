@@ -138,6 +138,7 @@ class Val:
             (``args.device``).
         keys: For a ``"dict"`` whose keys are all strings known here (``{"image": x, "mask": y}``, the ``**kwargs``
             a call passes): each key's value, read by ``d["image"]``.
+        cache: A tensor stored into a dict made empty and filled only by stores (``cache[str(x.device)] = t``).
     """
 
     what: str = "unknown"
@@ -160,6 +161,7 @@ class Val:
     item: bool = False
     keys: tuple[tuple[str, Val], ...] = ()
     feeds: str | None = None
+    cache: bool = False
 
     def key(self, name: str) -> Val | None:
         """The value of ``self[name]`` where this is a dict of known keys, else ``None``."""
@@ -215,6 +217,17 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         return b
     if b.what == "none":
         return a
+    for one, other in ((a, b), (b, a)):
+        if (
+            one.what == other.what == "dict"
+            and not one.keys
+            and not other.keys
+            and one.element is not None
+            and one.element.cache
+            and other.element is not None
+            and other.element.what == "none"
+        ):  # `if key not in cache: cache[key] = t`: the cache holds what the stores put there
+            return one
     if a.what == "str" and b.what == "module":  # `if model == "vqvae": model = VQVAE()`: a name, then the module
         return b  # built from it; where a module is used, it is that module (a string fails there anyway)
     if b.what == "str" and a.what == "module":
