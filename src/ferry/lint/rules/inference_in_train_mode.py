@@ -404,6 +404,11 @@ def _loads(facts: _Facts) -> Iterator[tuple[ast.AST, str, ast.AST | None]]:
         if bound and value is not None:
             yield call, name, value
     for assign in ctx.nodes(ast.Assign):
+        if len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name):
+            loaded = _built_loaded(ctx, assign.value)
+            if loaded is not None:  # `model = InceptionV3([block_idx]).to(device)`, its weights loaded as it is built
+                yield assign, assign.targets[0].id, loaded
+                continue
         if len(assign.targets) == 1 and isinstance(assign.value, ast.Call | ast.Subscript):
             name = dotted(assign.targets[0])
             if name is not None and ctx.call_name(_unpickled(assign.value)) in LOADS:
@@ -412,6 +417,51 @@ def _loads(facts: _Facts) -> Iterator[tuple[ast.AST, str, ast.AST | None]]:
                     continue  # `srgan_generator.eval()` before `model = srgan_generator`
                 for alias in _aliases_after(ctx, assign, name):  # `model = srgan_generator`
                     yield alias, dotted(alias.targets[0]) or name, None
+
+
+def _built_loaded(ctx: FileContext, value: ast.expr) -> ast.Call | None:
+    """The construction under ``InceptionV3([block]).to(device)`` when the class loads its weights as it is built."""
+    built = _unpickled(value)
+    if not isinstance(built, ast.Call):
+        return None
+    name = dotted(built.func)
+    if name is None or name not in ctx.kinds.classes or not ctx.kinds.class_is_module(name):
+        return None
+    return built if _constructor_loads(ctx, name) else None
+
+
+def _constructor_loads(ctx: FileContext, name: str, depth: int = 0) -> bool:
+    """Whether building the module class ``name`` of the file loads weights into it.
+
+    Its ``__init__`` (or a function of the file, or another module class of the file, that it calls; three levels
+    deep) calls ``load_state_dict(...)`` or ``torch.load``: pytorch-fid's ``InceptionV3`` builds
+    ``fid_inception_v3()``, which loads the FID weights. The model is then pretrained, not freshly initialised.
+    """
+    cls = ctx.kinds.classes.get(name)
+    init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None) if cls else None
+    return init is not None and _body_loads(ctx, init, depth, {name})
+
+
+def _body_loads(ctx: FileContext, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int, seen: set[str]) -> bool:
+    functions = local_functions(ctx)
+    for call in walk_scope(func):
+        if not isinstance(call, ast.Call):
+            continue
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict" and call.args:
+            return True
+        if ctx.call_name(call) in LOADS:
+            return True
+        callee = dotted(call.func)
+        if depth >= 3 or callee is None or callee in seen:
+            continue
+        if callee in functions and _body_loads(ctx, functions[callee], depth + 1, seen | {callee}):
+            return True
+        if callee in ctx.kinds.classes and ctx.kinds.class_is_module(callee):
+            cls = ctx.kinds.classes[callee]
+            init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+            if init is not None and _body_loads(ctx, init, depth + 1, seen | {callee}):
+                return True
+    return False
 
 
 def _unpickled(value: ast.expr) -> ast.expr:
@@ -504,13 +554,14 @@ def _switched_by_callee(facts: _Facts, call: ast.Call, name: str) -> bool:
     )
 
 
-def _predicting_helper(facts: _Facts, call: ast.Call, name: str) -> str | None:
+def _predicting_helper(facts: _Facts, call: ast.Call, name: str, depth: int = 0) -> str | None:
     """The name of the file's function ``call`` runs, when it only predicts with the model passed as ``name``.
 
     It calls that parameter (``model(x)``, ``model.predict(x)``), never switches its mode, hands it to no other call
-    and does not train.
+    (but to such functions of the file: pytorch-fid's ``compute_statistics_of_path`` ->
+    ``calculate_activation_statistics`` -> ``get_activations``, three levels deep) and does not train.
     """
-    if not isinstance(call.func, ast.Name):
+    if not isinstance(call.func, ast.Name) or depth > 3:
         return None
     func = local_functions(facts.ctx).get(call.func.id)
     if func is None:
@@ -525,10 +576,13 @@ def _predicting_helper(facts: _Facts, call: ast.Call, name: str) -> str | None:
         return None  # a loss alone (`loss, acc = loss_fn(output, y)` in a test function) is no training
     predicts = False
     for inner in facts.calls(func):
-        if _switches_mode(inner, param) or any(
-            dotted(a) == param for a in [*inner.args, *(k.value for k in inner.keywords)]
-        ):
+        if _switches_mode(inner, param):
             return None
+        if any(dotted(a) == param for a in [*inner.args, *(k.value for k in inner.keywords)]):
+            if _predicting_helper(facts, inner, param, depth + 1) is None:
+                return None
+            predicts = True
+            continue
         predicts = predicts or _is_model_call(inner, param, facts.ctx)
     return func.name if predicts else None
 
@@ -745,6 +799,42 @@ def _mode_before(
     return None
 
 
+def _mode_reaching(
+    facts: _Facts,
+    site: ast.Call,
+    model: str,
+    local: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    depth: int = 0,
+) -> tuple[str, ast.AST] | None:
+    """:func:`_mode_before`, and through callers that only pass the model on.
+
+    RetinaNet's training loop calls ``evaluate(dataset_val, retinanet)``, whose ``retinanet`` parameter goes
+    straight to ``_get_detections``: when the function around ``site`` takes ``model`` as a parameter, never
+    switches its mode and does not train, the mode is what its callers left (``("train", ...)`` when one of them
+    trained it last; three levels deep).
+    """
+    mode = _mode_before(facts, site, model, local)
+    if mode is not None or depth >= 3 or "." in model:
+        return mode
+    func = facts.ctx.enclosing_function(site)
+    if func is None or local.get(func.name) is not func or facts.trains(func, with_losses=False):
+        return None
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
+    if model not in params or model in _own_names(func) - set(params):
+        return None
+    if any(_switches_mode(c, model) for c in facts.calls(func) if before(c, site)):
+        return None
+    for outer in facts.ctx.nodes(ast.Call):
+        if not (isinstance(outer.func, ast.Name) and outer.func.id == func.name):
+            continue
+        given = _argument(outer, func, model)
+        name = dotted(given) if given is not None else None
+        found = _mode_reaching(facts, outer, name, local, depth + 1) if name else None
+        if found is not None and found[0] == "train":
+            return found
+    return None
+
+
 def _in_a_branch_without(ctx: FileContext, node: ast.AST, site: ast.AST) -> bool:
     """Whether ``node`` lies in a branch of an ``if`` that does not hold ``site`` (it may not run before it)."""
     return any(isinstance(a, ast.If) and not _inside(site, a) for a in ctx.ancestors(node))
@@ -848,7 +938,7 @@ def _evaluated_after_training(facts: _Facts) -> Iterator[Finding]:
             for site in sites:
                 given = _argument(site, func, param) if param in params else ast.Name(id=param, ctx=ast.Load())
                 name = dotted(given) if given is not None else None
-                mode = _mode_before(facts, site, name, local) if name else None
+                mode = _mode_reaching(facts, site, name, local) if name else None
                 _, built = facts.binding(name, site) if name else (False, None)
                 if built is not None and facts.mode_free(built):
                     break
