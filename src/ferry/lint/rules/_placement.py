@@ -1592,6 +1592,8 @@ class _Flow(CallsMixin):
                 continue
             # `self.images.append(torch.from_numpy(img))` in a dataset's `__init__`: a list of host tensors
             listed = val.what == "seq" and val.element is not None and val.element.what in TENSORISH
+            # `self.models["encoder"] = ResnetEncoder(...)`: a dict of modules under literal keys
+            listed = listed or (val.what == "dict" and bool(val.keys) and all(v.what == "module" for _, v in val.keys))
             # a tensor handed to a call stays where it is (`Tensor.to` makes a copy): only a module or an object of
             # unknown kind may be moved in place by the method that gets it
             if val.what in ("device", "dataset", "loader", *TENSORISH) or (
@@ -2422,6 +2424,23 @@ class _Flow(CallsMixin):
                 self.env[owner] = replace(
                     held, element=replace(element, cache=True) if element.what != "unknown" else element
                 )
+            elif (
+                owner is not None
+                and held is not None
+                and held.what == "dict"
+                and (held.keys or (held.element is not None and held.element.what == "none"))
+                and isinstance(target.slice, ast.Constant)
+                and isinstance(target.slice.value, str)
+                and val.what != "unknown"
+            ):
+                # `self.models["encoder"] = ResnetEncoder(...)`, `inputs["image"] = x.to(device)` into a dict whose
+                # keys are all known: the dict holds that value under that key
+                pairs = [(k, v) for k, v in held.keys if k != target.slice.value]
+                stored = replace(
+                    val, origin=stmt if isinstance(stmt, ast.Assign) else val.origin, name=self.segment(target)
+                )
+                pairs.append((target.slice.value, stored))
+                self.env[owner] = keyed([k for k, _ in pairs], [v for _, v in pairs])
             elif owner is not None and held is not None and held.what in ("seq", "dict", "tuple", "batch"):
                 # `inputs[key] = ipt.to(device)` in a loop over a batch's items: what it holds is not known now
                 self.env[owner] = UNKNOWN

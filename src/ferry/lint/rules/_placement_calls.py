@@ -297,6 +297,8 @@ class CallsMixin(DevicesMixin):
                 moved = self._moved_module(node, receiver)
                 if tracked and (receiver.what == "module" or top):  # modules move in place
                     self.env[owner] = replace(moved, origin=receiver.origin, name=receiver.name)  # type: ignore[index]
+                elif receiver.what == "module" and isinstance(func.value, ast.Subscript):
+                    self._moved_in_dict(func.value, moved, receiver)  # `self.models["encoder"].to(self.device)`
                 return moved
             if method in SAME_MODULE:
                 return receiver
@@ -1390,6 +1392,16 @@ class CallsMixin(DevicesMixin):
         found_devices = {moved[layer] for layer in layers}
         return found_devices.pop() if len(found_devices) == 1 else None
 
+    def _moved_in_dict(self, item: ast.Subscript, moved: Val, receiver: Val) -> None:
+        """Record a module moved in place as the value a keyed dict holds under a literal key."""
+        holder = dotted(item.value)
+        held = self.env.get(holder) if holder is not None else None
+        key = item.slice.value if isinstance(item.slice, ast.Constant) else None
+        if holder is None or held is None or held.what != "dict" or not held.keys or not isinstance(key, str):
+            return
+        pairs = [(k, replace(moved, origin=receiver.origin) if k == key else v) for k, v in held.keys]
+        self.env[holder] = keyed([k for k, _ in pairs], [v for _, v in pairs])
+
     def _registry_of_modules(self, func: ast.Subscript, node: ast.Call) -> bool:
         """Whether ``func`` looks a model builder up by name (``globals()[args.model]``, ``MODELS[name]``).
 
@@ -1732,6 +1744,8 @@ class CallsMixin(DevicesMixin):
             cls = self.ctx.enclosing_class(func)
             instance = self.instance_attributes(cls) if cls is not None else {}
             return f"self.{func.attr}" in instance and not self._moved_names().get(f"self.{func.attr}")
+        if isinstance(func, ast.Subscript):
+            return self._item_never_moved(func, origin)
         if not isinstance(func, ast.Name):
             return False
         if func.id in self.global_names():
@@ -1745,6 +1759,62 @@ class CallsMixin(DevicesMixin):
         return not any(
             self._may_run_before(node, func) and not self._runs_before(node, origin) and id(node) not in inside
             for node in nodes
+        )
+
+    def _item_never_moved(self, func: ast.Subscript, origin: ast.AST | None) -> bool:
+        """Whether the module kept as ``holder["key"]`` (``self.models["depth"]``) is never moved.
+
+        Nothing in the file moves ``holder["key"]`` or rebinds it (but ``origin``), and ``holder`` itself is only
+        ever read with literal keys: never iterated (``for m in models.values(): m.to(device)``), indexed with a
+        computed key, or handed to a call other than its own methods.
+        """
+        holder = dotted(func.value)
+        key = func.slice.value if isinstance(func.slice, ast.Constant) else None
+        if holder is None or not isinstance(key, str):
+            return False
+        # `self.models` of one class is another attribute than `self.models` of another
+        region = self.ctx.enclosing_class(func) if holder.startswith("self.") else None
+        for node in ast.walk(region or self.ctx.tree):
+            if isinstance(node, ast.Subscript) and dotted(node.value) == holder:
+                index = node.slice.value if isinstance(node.slice, ast.Constant) else None
+                if not isinstance(index, str):
+                    return False  # `models[name]`: any of its modules
+                if index != key:
+                    continue
+                above = self.ctx.parent(node)
+                if isinstance(above, ast.Attribute) and above.attr in MOVES:
+                    return False
+                if isinstance(node.ctx, ast.Store) and (origin is None or not any(n is node for n in ast.walk(origin))):
+                    return False
+            elif isinstance(node, ast.Name | ast.Attribute) and dotted(node) == holder:
+                above = self.ctx.parent(node)
+                if isinstance(above, ast.Subscript) and above.value is node:
+                    continue
+                if isinstance(above, ast.Assign) and any(node is t for t in above.targets):
+                    continue  # `self.models = {}`
+                if isinstance(above, ast.AnnAssign) and node is above.target:
+                    continue
+                if self._iterated_without_moves(node):
+                    continue  # `for m in self.models.values(): m.train()`
+                return False  # iterated with moves, handed on, aliased or read as a whole
+        return True
+
+    def _iterated_without_moves(self, node: ast.expr) -> bool:
+        """``for m in holder.values(): m.train()``: a loop over a dict's modules whose body moves nothing."""
+        above = self.ctx.parent(node)
+        loop: ast.AST | None = None
+        if isinstance(above, ast.Attribute) and above.attr in ("values", "items", "keys"):
+            call = self.ctx.parent(above)
+            loop = self.ctx.parent(call) if isinstance(call, ast.Call) and call.func is above else None
+            iterated = call
+        else:
+            loop, iterated = above, node
+        if not isinstance(loop, ast.For) or loop.iter is not iterated:
+            return False
+        return not any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in MOVES
+            for stmt in loop.body
+            for n in ast.walk(stmt)
         )
 
     def _moved_after(self, func: ast.expr, origin: ast.AST) -> bool:
