@@ -854,6 +854,7 @@ class _Flow(CallsMixin):
         #: for each method of a plain class of the file: the parameters' values at each call on an instance built in
         #: the file (``trainer = Trainer(...)``; ``trainer.train(loader)``), ``None`` where a call passes ``*args``
         self.method_sites: dict[ast.AST, list[tuple[ast.Call, dict[str, Val]]] | None] = {}
+        self.module_method_sites: set[ast.AST] = set()  # methods of module classes among `method_sites`
         #: the globals the file's functions see (set once the module's code has been read)
         self.seeds: dict[str, Val] | None = None
         #: for a function read only for what it returns: the values of its ``return`` statements
@@ -1194,6 +1195,8 @@ class _Flow(CallsMixin):
             return [({}, seeds)]
         defaults = _literal_defaults(func)
         distinct: dict[tuple[object, ...], tuple[dict[str, Val], dict[str, Val]]] = {}
+        if func in self.module_method_sites:  # its class's own calls (`self.helper(x)` in `forward`) are not sites
+            distinct[_context_key({})] = ({}, seeds)
         for _, site in sites:
             given = {name: val for name, val in ((n, _passable(n, v)) for n, v in site.items()) if val is not None}
             given.update((name, val) for name, val in defaults.items() if name not in site)
@@ -1311,6 +1314,39 @@ class _Flow(CallsMixin):
                     given[f"{me}.{attr}"] = _handed(val)
         known.append((node, given))
         return escaping
+
+    def record_module_method_call(
+        self, node: ast.Call, method: ast.FunctionDef, receiver: Val, args: list[Val], kwargs: dict[str | None, Val]
+    ) -> None:
+        """Note a call of a module class's ``method`` on a module the analysis places (``rvae.sample(loader, seed)``).
+
+        The method is then read with what each call passes, ``self`` being that module: where its weights are, its
+        own calls (``self(...)``, ``self.fc(x)``) meet the tensors it makes or is given.
+        """
+        if self.returns is not None or (self.silent and self.silent != self.first_pass):
+            return
+        known = self.method_sites.setdefault(method, [])
+        if known is None:
+            return
+        params = [a.arg for a in [*method.args.posonlyargs, *method.args.args]]
+        if (
+            not params
+            or any(isinstance(a, ast.Starred) for a in node.args)
+            or any(k.arg is None for k in node.keywords)
+            or len(node.args) > len(params) - 1
+        ):
+            self.method_sites[method] = None
+            return
+        self.module_method_sites.add(method)
+
+        def passed(val: Val) -> Val:
+            # a host tensor handed in is the caller's to report (the call feeds the module): here it is not known
+            return UNKNOWN if val.what in TENSORISH and val.where == HOST else _handed(val)
+
+        given = dict(zip(params[1:], (passed(a) for a in args), strict=False))
+        given.update((k.arg, passed(kwargs.get(k.arg, UNKNOWN))) for k in node.keywords if k.arg is not None)
+        given[params[0]] = replace(receiver, origin=None, fresh=False, bound_self=True)
+        known.append((node, given))
 
     def _calls_of(self, name: str) -> list[ast.Call]:
         """The calls of the file's function ``name``, also through its aliases (``loss_fn = prototypical_loss``)."""
@@ -2620,7 +2656,7 @@ class _Flow(CallsMixin):
             if owner.what in (*TENSORISH, "any", "module") and node.attr == "device":
                 return Val("device", owner.where, dev=self.segment(node))
             if owner.what == "module" and owner.where == DEVICE and not owner.part and owner.params:
-                held = self._weight_attributes().get(node.attr)
+                held = self.weight_attributes().get(node.attr)
                 if held == "tensor":  # `model.entity_embedding`, an `nn.Parameter`: where the module's weights are
                     return Val("tensor", DEVICE, dev=owner.dev)
                 if held == "module":  # `model.fc`, a layer with weights
@@ -2632,7 +2668,7 @@ class _Flow(CallsMixin):
                     return replace(owner, what=owner.what if owner.what == "output" else "tensor")
         return UNKNOWN
 
-    def _weight_attributes(self) -> dict[str, str]:
+    def weight_attributes(self) -> dict[str, str]:
         """Attribute names that the module classes of the file give only weights: ``"tensor"`` or ``"module"``.
 
         ``self.entity_embedding = nn.Parameter(...)``, ``self.register_buffer("mean", ...)``, ``weight`` and
@@ -2663,7 +2699,7 @@ class _Flow(CallsMixin):
                         kind = "other"
                     elif full in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
                         kind = "tensor"
-                    elif isinstance(value, ast.Call) and self._builds_layer_with_weights(value):
+                    elif isinstance(value, ast.Call) and self._weighted_layer(value):
                         kind = "module"
                     else:
                         kind = "other"
@@ -2672,6 +2708,15 @@ class _Flow(CallsMixin):
             name: kinds.pop() for name, kinds in found.items() if len(kinds) == 1 and "other" not in kinds
         }
         return self._attribute_kinds
+
+    def _weighted_layer(self, call: ast.Call, depth: int = 0) -> bool:
+        """A layer with weights; an ``nn.Sequential`` only when one of its layers has them (not ReLU + pooling)."""
+        if (self.ctx.call_name(call) or "").rsplit(".", 1)[-1] != "Sequential":
+            return self._builds_layer_with_weights(call)
+        return depth < 3 and any(
+            isinstance(a, ast.Call) and self._weighted_layer(a, depth + 1)
+            for a in [*call.args, *(k.value for k in call.keywords)]
+        )
 
     def _instance_value(self, node: ast.Attribute) -> Val | None:
         """``runner.root_device`` or ``graph.node_features`` of an instance of a plain class of the file.

@@ -125,6 +125,10 @@ class CallsMixin(DevicesMixin):
         def _element(self, iterable: ast.expr | None, val: Val) -> Val: ...
         def note_closure_call(self, name: str) -> None: ...
         def record_construction(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> None: ...
+        def weight_attributes(self) -> dict[str, str]: ...
+        def record_module_method_call(
+            self, node: ast.Call, method: ast.FunctionDef, receiver: Val, args: list[Val], kwargs: dict[str | None, Val]
+        ) -> None: ...
         def plain_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
         def static_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
         def _plain_class(self, cls: ast.ClassDef, depth: int = 0) -> bool: ...
@@ -304,6 +308,22 @@ class CallsMixin(DevicesMixin):
                 return receiver
             if method in ("forward", "__call__"):
                 return self._call_module(node, receiver, args, kwargs, method=True)
+            if receiver.bound_self and not module_methods(self.ctx, method):
+                # `self.fc(x)` in a method read with its module as `self`: a layer with weights is where the module
+                # is; any other attribute (a container of layers without weights, a loss kept on another device)
+                # is not known
+                if self.weight_attributes().get(method) == "module":
+                    return self._call_module(node, replace(receiver, bound_self=False), args, kwargs, method=True)
+                return UNKNOWN
+            definers = module_methods(self.ctx, method) if receiver.where is not None else []
+            owner_cls = self.ctx.enclosing_class(definers[0]) if len(definers) == 1 else None
+            if (
+                owner_cls is not None
+                and not method.startswith("__")
+                and receiver.params
+                and not moves_own_layers(self.ctx, owner_cls.name)  # its layers may sit on several devices
+            ):
+                self.record_module_method_call(node, definers[0], receiver, args, kwargs)
             defined = file_method(self.ctx, method)
             if defined is not None and reads_only(defined, self.ctx):  # `vae.decode(z)`, `model.init_hidden(n)`
                 if feeds_submodule(self.ctx, defined):

@@ -139,6 +139,7 @@ class Val:
         keys: For a ``"dict"`` whose keys are all strings known here (``{"image": x, "mask": y}``, the ``**kwargs``
             a call passes): each key's value, read by ``d["image"]``.
         cache: A tensor stored into a dict made empty and filled only by stores (``cache[str(x.device)] = t``).
+        bound_self: The module a method of its class is read with, as ``self`` (``rvae.sample(...)``).
     """
 
     what: str = "unknown"
@@ -162,6 +163,7 @@ class Val:
     keys: tuple[tuple[str, Val], ...] = ()
     feeds: str | None = None
     cache: bool = False
+    bound_self: bool = False
 
     def key(self, name: str) -> Val | None:
         """The value of ``self[name]`` where this is a dict of known keys, else ``None``."""
