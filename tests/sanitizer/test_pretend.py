@@ -592,3 +592,22 @@ def test_moving_a_meta_tensor_to_a_pretend_gpu_raises_as_on_a_gpu() -> None:
         with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
             meta.to("cuda")
         assert torch.ones(2, device="cuda").to("meta").is_meta
+
+
+def test_views_of_normal_tensors_under_inference_mode_stay_normal_tensors_as_in_pytorch() -> None:
+    """open_clip evaluates under ``torch.inference_mode()`` with views of its parameters: no crash, same flags."""
+
+    def flags(device: str) -> tuple[bool, ...]:
+        torch.manual_seed(0)
+        weight = nn.Parameter(torch.randn(8, device=device))
+        layer = nn.Linear(8, 3).to(device)
+        with torch.inference_mode():
+            view = weight.view(1, -1)
+            scores = layer(view).softmax(-1)
+            again = scores.view(-1)
+        assert scores.device.type == device
+        return view.is_inference(), scores.is_inference(), again.is_inference(), view._is_view()
+
+    expected = flags("cpu")
+    with pretend_cuda(1):
+        assert flags("cuda") == expected == (False, True, True, True)

@@ -326,6 +326,11 @@ def _wrap_output(x: Any, device: torch.device, by_id: dict[int, torch.Tensor]) -
         return held
     if device.type == "cpu":
         return x
+    if torch.is_inference_mode_enabled() and not x.is_inference():
+        # a view of a normal tensor under `torch.inference_mode()` is a normal tensor that shares its base's version
+        # counter; a wrapper made in inference mode would be an inference tensor, which cannot share it
+        with torch.inference_mode(False):
+            return PretendTensor(x, device)
     return PretendTensor(x, device)
 
 
