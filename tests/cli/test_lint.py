@@ -265,6 +265,19 @@ def test_output_file(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert 2 == len(json.loads((project / "ferry.sarif").read_text())["runs"][0]["results"])
 
 
+def test_output_file_in_a_new_folder_and_a_clear_error_where_it_cannot_be(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = lint(capsys, "--select", "FRY001", "--json", "-o", "reports/lint/ferry.json", "src")
+    assert (1, "") == (code, out)
+    assert 2 == len(json.loads((project / "reports" / "lint" / "ferry.json").read_text()))
+    (project / "taken").write_text("a file, not a folder")
+    code, out, err = lint(capsys, "--select", "FRY001", "--json", "-o", "taken/ferry.json", "src")
+    assert (2, "") == (code, out)
+    assert "cannot write 'taken/ferry.json'" in err
+    assert not list(project.glob("taken*/**/*.ferry-tmp-*"))
+
+
 def test_fix_writes_keeps_comments_and_is_idempotent(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = lint(capsys, "--select", "FRY001", "--fix", "src", "explore.ipynb")
     assert (0, "") == (code, out)

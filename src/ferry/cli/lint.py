@@ -319,10 +319,17 @@ def _write_code(data: bytes | None, text: str) -> None:
 
 def _emit(text: str, args: argparse.Namespace, *, to_stderr: bool) -> None:
     if args.output_file:
+        from pathlib import Path
+
         from ferry._fs import atomic_file
 
-        with atomic_file(args.output_file) as handle:
-            handle.write(text.encode("utf-8"))
+        target = Path(args.output_file)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)  # `-o reports/lint.json` into a new folder, as ruff does
+            with atomic_file(target) as handle:
+                handle.write(text.encode("utf-8"))
+        except OSError as err:  # name the file asked for, not the temporary one beside it
+            raise OSError(err.errno, err.strerror, str(target)) from err
     elif text:
         (sys.stderr if to_stderr else sys.stdout).write(text)
 
