@@ -276,3 +276,22 @@ def test_a_model_kept_by_a_trainer_is_kept_not_built_there() -> None:
     (found,) = [d for d in lint_source(_TRAINER) if d.code == "FRY007"]
     assert found.message.startswith("`self.model` is kept here and never moved")
     assert found.message.endswith("fix: `self.model.to(self.device)` after keeping it")
+
+
+def test_a_discarded_move_is_one_finding_not_three() -> None:
+    """``inputs.to(device)`` as a statement is FRY001; the model call and the loss that then get the host tensor are
+    the same mistake, which FRY001's fix (``inputs = inputs.to(device)``) fixes: no FRY006/FRY011 for them."""
+    source = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+        "model = nn.Linear(4, 2).to(device)\n"
+        "criterion = nn.CrossEntropyLoss()\n"
+        "loader = [(torch.randn(8, 4), torch.randint(0, 2, (8,)))]\n"
+        "for inputs, labels in loader:\n"
+        "    inputs.to(device)\n"
+        "    labels.to(device)\n"
+        "    loss = criterion(model(inputs), labels)\n"
+        "    loss.backward()\n"
+    )
+    assert [(8, "FRY001"), (9, "FRY001")] == [(d.line, d.code) for d in lint_source(source)]

@@ -289,6 +289,13 @@ class CallsMixin(DevicesMixin):
         if receiver.what in TENSORISH:
             if top and method in MOVES:
                 self.tensor_moves.add(node)
+                moved = self._tensor_method(node, method, receiver)
+                if tracked and owner is not None and receiver.where != moved.where:
+                    # `inputs.to(device)` as a statement: FRY001 reports it, with the fix `inputs = inputs.to(device)`.
+                    # `inputs` is still where it was, but after the fix it is not: where it is used next, its place is
+                    # left unknown, so the one mistake gets one finding (not FRY006/FRY011 again at the model call)
+                    self.env[owner] = replace(receiver, where=None, dev=None)
+                return moved
             if method in COMBINING_METHODS:  # `out.gather(1, target)`: the arguments share the receiver's device
                 self._combined(node, [(receiver, func.value), *zip(args, node.args, strict=False)])
             return self._tensor_method(node, method, receiver)
