@@ -62,6 +62,29 @@ def test_run_sanitize_hides_torchs_frames_below_the_users_line(tmp_path, capsys)
     assert "ferry.errors.DeviceMismatchError" in err
 
 
+def test_run_strict_hides_torchs_frames_between_the_users_lines(tmp_path, capsys):
+    """A warning raised under --strict from a forward: the model call and the forward's line, no `Module` frames."""
+    script = tmp_path / "pos.py"
+    script.write_text(
+        "import torch\n"
+        "class Pos(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = torch.nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n"
+        "        pos = torch.arange(x.shape[1])\n"
+        "        return self.fc(x) + pos\n"
+        "model = Pos().to('cuda')\n"
+        "y = model(torch.randn(3, 4, device='cuda'))\n"
+    )
+    assert 1 == main(["run", "--sanitize", "--strict", "--pretend", "cuda", str(script)])
+    err = capsys.readouterr().err
+    frames = [line for line in err.splitlines() if line.strip().startswith('File "')]
+    assert [f'  File "{script}", line 10, in <module>', f'  File "{script}", line 8, in forward'] == frames
+    assert "frame(s) inside torch hidden" in err
+    assert "ferry.errors.SanitizerWarning" in err
+
+
 def test_run_without_sanitize_gives_torchs_error(tmp_path, capsys):
     script = tmp_path / "bad.py"
     script.write_text(MISMATCH)

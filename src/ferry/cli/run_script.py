@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Sequence
 from contextlib import ExitStack
 
-from ferry.errors import FerryError
+from ferry.errors import FerryError, FerryWarning
 from ferry.sanitizer import Sanitizer
 
 
@@ -149,12 +149,13 @@ def _print_user_traceback(error: BaseException) -> None:
         if not frame.filename.startswith((here, "<frozen runpy>")) and frame.filename != runpy.__file__
     ]
     hidden = 0
-    # the sanitizer's report: its line is the user's, and torch's frames below it are noise
-    if isinstance(error, FerryError):
+    # the sanitizer's report (an error, or a warning raised under --strict): its lines are the user's, and torch's
+    # frames (`Module.__call__` between a model call and its `forward`, the op below) are noise
+    if isinstance(error, FerryError | FerryWarning):
         torch_dir = _torch_dir()
-        while frames and torch_dir is not None and frames[-1].filename.startswith(torch_dir):
-            frames.pop()
-            hidden += 1
+        kept = [f for f in frames if torch_dir is None or not f.filename.startswith(torch_dir)]
+        hidden = len(frames) - len(kept)
+        frames = kept
     print("Traceback (most recent call last):", file=sys.stderr)
     print("".join(traceback.format_list(frames)), end="", file=sys.stderr)
     if hidden:
