@@ -232,6 +232,15 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("fcn32s_voc_trainer.py", "FRY003", 470): "torch.load(model_file) without map_location",
     ("rvae_sentence_vae.py", "FRY003", 475): "torch.load('trained_RVAE') without map_location",
     ("rvae_sentence_vae.py", "FRY003", 507): "torch.load('trained_RVAE') without map_location",
+    # held-out round 19 (first sight at 546784a)
+    ("deeplab_v3plus_trainer.py", "FRY003", 427): "torch.load(args.resume) without map_location, as the original",
+    ("raft_small_flow.py", "FRY003", 445): "torch.load(args.restore_ckpt) without map_location, as the original",
+    ("raft_small_flow.py", "FRY003", 513): "torch.load(args.model) without map_location, as RAFT's demo.py",
+    ("raft_small_flow.py", "FRY009", 486): "saves the DataParallel wrapper's state_dict, as the original does",
+    ("raft_small_flow.py", "FRY009", 506): "saves the DataParallel wrapper's state_dict, as the original does",
+    ("timm_train_ema_mixup.py", "FRY002", 78): "NativeScaler(device='cuda') default, as timm's cuda.py",
+    ("timm_train_ema_mixup.py", "FRY002", 370): "train_one_epoch(device=torch.device('cuda')) default, as timm",
+    ("timm_train_ema_mixup.py", "FRY002", 428): "validate(device=torch.device('cuda')) default, as timm",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

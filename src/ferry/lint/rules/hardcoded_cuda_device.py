@@ -103,6 +103,16 @@ from ferry.lint.rules._io import (
     says_cuda,
     script_level,
 )
+from ferry.lint.torch_api import AVAILABILITY_CHECKS
+
+#: Calls that only keep their keywords as settings.
+_RECORDS = frozenset({"argparse.Namespace", "types.SimpleNamespace", "dict"})
+
+
+def _checks_availability(ctx: FileContext) -> bool:
+    """Whether the file asks anywhere if CUDA is available (a requested device may then be replaced)."""
+    return any(ctx.call_name(call) in AVAILABILITY_CHECKS for call in ctx.nodes(ast.Call))
+
 
 #: Keywords whose value is a device.
 DEVICE_KEYWORDS = frozenset({"device", "map_location"})
@@ -263,6 +273,10 @@ def _calls(ctx: FileContext) -> Iterator[Candidate]:
             yield call.args[0], partial(_to_message, ctx, call, func.value, to_spec)
             continue
         if full == "torch.device":
+            continue
+        if full in _RECORDS and _checks_availability(ctx):
+            # `args = argparse.Namespace(device="cuda", ...)` in a file that checks availability: a setting that the
+            # code may replace (open_clip falls back to the CPU), not a placement
             continue
         for keyword in call.keywords:
             spec = cuda_spec(keyword.value)
