@@ -1004,7 +1004,8 @@ class _Flow(CallsMixin):
             val = vals[0]
             for other in vals[1:]:
                 val = join(val, other, None)
-            if _seedable(val):
+            # a batch's items too: timm's `def _forward(): output = model(input)` inside the loop over the loader
+            if _seedable(val) or (val.what == "batch" and val.where is not None):
                 found[name] = val
         return found
 
@@ -1119,6 +1120,10 @@ class _Flow(CallsMixin):
                 for method in cls.body:
                     if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method is not caller:
                         callers.setdefault(method, set()).add(caller if caller is not None else self.ctx.tree)
+        for func in functions:  # a nested function (a closure) is read after the function it is defined in
+            outer = self.ctx.enclosing_function(func)
+            if outer is not None and outer is not func and outer in functions:
+                callers.setdefault(func, set()).add(outer)
         ordered: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         placed: set[ast.AST] = {self.ctx.tree}
         waiting = list(functions)
