@@ -1625,6 +1625,8 @@ class _Flow(CallsMixin):
             for n in ast.walk(init)
         )
         found: dict[str, Val] = {}
+        for attr, val in self._set_up_by_one_method(cls, init, reader, handled).items():
+            found[f"self.{attr}"] = val
         for name, val in reader.env.items():
             head, _, attr = name.partition(".")
             if head != "self" or "." in attr or attr in rebound:
@@ -1643,6 +1645,51 @@ class _Flow(CallsMixin):
                 found[name] = val
         if not modules:
             self._instances[cls] = (seen, found)
+        return found
+
+    def _set_up_by_one_method(
+        self, cls: ast.ClassDef, init: ast.FunctionDef, reader: _Flow, handled: set[str]
+    ) -> dict[str, Val]:
+        """Modules that one method other than ``__init__`` builds and keeps (TabNet's ``_set_network``).
+
+        ``self.network = TabNet(...).to(self.device)`` is the only binding of ``self.network`` in the class (none in
+        ``__init__``), in a method that binds it once, at its top level; no method moves or hands it on. The other
+        methods then use that module, placed as that method leaves it (read with the instance as ``__init__``
+        leaves it).
+        """
+        stores: dict[str, list[ast.AST]] = {}
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Attribute) and dotted(node.value) == "self" and isinstance(node.ctx, ast.Store):
+                stores.setdefault(node.attr, []).append(node)
+        found: dict[str, Val] = {}
+        for attr, nodes in stores.items():
+            if len(nodes) != 1 or attr in handled:
+                continue
+            method = self.ctx.enclosing_function(nodes[0])
+            above = self.ctx.parent(nodes[0])
+            if (
+                method is None
+                or method is init
+                or method not in cls.body
+                or not isinstance(above, ast.Assign)
+                or above not in method.body
+                or len(above.targets) != 1
+                or method.decorator_list
+            ):
+                continue
+            params = {a.arg: UNKNOWN for a in [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]}
+            params.update((k, v) for k, v in reader.env.items() if k.startswith("self."))
+            setup = _Flow(self.ctx)
+            setup.local_functions = self.local_functions
+            setup.seeds = self.seeds
+            setup.depth = self.depth + 1
+            setup.returns = []  # read for its values: reports nothing
+            setup._classes = self._classes
+            setup.constructions = self.constructions
+            setup._scope(method, method.body, params, frozenset())
+            val = setup.env.get(f"self.{attr}")
+            if val is not None and val.what == "module" and val.where is not None:
+                found[attr] = val
         return found
 
     def _read_init(
@@ -1725,6 +1772,15 @@ class _Flow(CallsMixin):
             own = next((s for s in current.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
             if own is not None:
                 return own
+            if any(
+                (self.ctx.qualname(d.func if isinstance(d, ast.Call) else d) or "").endswith("dataclass")
+                for d in current.decorator_list
+            ):  # a dataclass's generated `__init__` sets its fields, then runs `__post_init__` (TabNet's TabModel)
+                post = next(
+                    (s for s in current.body if isinstance(s, ast.FunctionDef) and s.name == "__post_init__"), None
+                )
+                if post is not None:
+                    return post
         return None
 
     def _plain_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
