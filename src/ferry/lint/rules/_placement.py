@@ -2716,6 +2716,9 @@ class _Flow(CallsMixin):
                 return kept
             if owner.what in (*TENSORISH, "any", "module") and node.attr == "device":
                 return Val("device", owner.where, dev=self.segment(node))
+            if owner.what == "module" and owner.wrapper and node.attr == "module":
+                # `model.module` of `nn.DataParallel(model)`: the wrapped model, where the wrapper's weights are
+                return replace(owner, wrapper=False, params=True if owner.params is False else owner.params)
             if owner.what == "module" and owner.where == DEVICE and not owner.part and owner.params:
                 held = self.weight_attributes().get(node.attr)
                 if held == "tensor":  # `model.entity_embedding`, an `nn.Parameter`: where the module's weights are

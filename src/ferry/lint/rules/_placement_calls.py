@@ -2027,9 +2027,19 @@ class CallsMixin(DevicesMixin):
                 if not called or holder.attr in SAFE_MODULE_USES - MOVES or self.reading_method(holder.attr):
                     continue  # `torch.optim.Adam(actor_critic.parameters(), ...)`: read
                 return False
-            if not (isinstance(holder, ast.Assign) and holder.value is use and len(holder.targets) == 1):
-                return False
-            target = holder.targets[0]
+            target: ast.expr | None = None
+            if isinstance(holder, ast.Assign) and holder.value is use and len(holder.targets) == 1:
+                target = holder.targets[0]
+            elif isinstance(holder, ast.Tuple) and isinstance(assign := self.ctx.parent(holder), ast.Assign):
+                # `self.model, self.scheduler = model, scheduler` (RAFT's Logger)
+                targets = (
+                    assign.targets[0].elts
+                    if len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Tuple)
+                    else []
+                )
+                index = next((i for i, e in enumerate(holder.elts) if e is use), None)
+                if assign.value is holder and index is not None and len(targets) == len(holder.elts):
+                    target = targets[index]
             if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self"):
                 return False
             kept.add(target.attr)
