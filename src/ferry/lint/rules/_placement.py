@@ -1658,9 +1658,11 @@ class _Flow(CallsMixin):
         leaves it).
         """
         stores: dict[str, list[ast.AST]] = {}
-        for node in ast.walk(cls):
-            if isinstance(node, ast.Attribute) and dotted(node.value) == "self" and isinstance(node.ctx, ast.Store):
-                stores.setdefault(node.attr, []).append(node)
+        chain = list(self.ctx.kinds.class_chain(cls))  # the class and its bases of the file: one instance
+        for owner in chain:
+            for node in ast.walk(owner):
+                if isinstance(node, ast.Attribute) and dotted(node.value) == "self" and isinstance(node.ctx, ast.Store):
+                    stores.setdefault(node.attr, []).append(node)
         found: dict[str, Val] = {}
         for attr, nodes in stores.items():
             if len(nodes) != 1 or attr in handled:
@@ -1670,7 +1672,7 @@ class _Flow(CallsMixin):
             if (
                 method is None
                 or method is init
-                or method not in cls.body
+                or not any(method in owner.body for owner in chain)
                 or not isinstance(above, ast.Assign)
                 or above not in method.body
                 or len(above.targets) != 1
