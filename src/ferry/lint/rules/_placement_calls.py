@@ -374,6 +374,9 @@ class CallsMixin(DevicesMixin):
                 self.env[owner] = UNKNOWN  # type: ignore[index]
             self._escape(node)
             return UNKNOWN
+        if receiver.what == "batch" and receiver.where is not None and method in _TENSOR_ONLY_BATCH_METHODS:
+            # `network(data.float())` for each `data` of a loader: only a tensor has `.float()`, so the batch is one
+            return Val("tensor", receiver.where, dev=receiver.dev)
         if receiver.what == "batch" and method in MOVES and method != "type" and not top:
             where, dev = self._move_target(node, method, receiver)  # `x = x.to(device)` for a loader's batch
             return UNKNOWN if where == KEEP else Val("batch", where, dev=dev, moved_at=line(node))
@@ -2663,6 +2666,9 @@ def _on_device(items: tuple[Val | None, ...]) -> Val | None:
     found = next((v for v in items if v is not None and v.what in TENSORISH and v.where == DEVICE), None)
     return None if found is None else Val("tensor", DEVICE, dev=found.dev)
 
+
+#: Methods that only a tensor has (not a tuple, list, dict or NumPy array): a batch they are called on is a tensor.
+_TENSOR_ONLY_BATCH_METHODS = TENSOR_ONLY_METHODS | SHAPERS | frozenset({"float", "half", "double", "bfloat16"})
 
 #: Combining functions that take their tensors as one sequence (``torch.cat((a, b))``).
 _SEQUENCE_FUNCTIONS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
