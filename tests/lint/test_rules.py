@@ -295,3 +295,23 @@ def test_a_discarded_move_is_one_finding_not_three() -> None:
         "    loss.backward()\n"
     )
     assert [(8, "FRY001"), (9, "FRY001")] == [(d.line, d.code) for d in lint_source(source)]
+
+
+def test_fry005_fix_uses_the_device_a_helper_already_takes() -> None:
+    """RAFT's ``coords_grid(batch, ht, wd, device)`` called from ``forward``: the fix is ``device=device``."""
+    source = (
+        "import torch\n"
+        "import torch.nn as nn\n"
+        "def coords_grid(batch, ht, wd, device):\n"
+        "    coords = torch.arange(ht).float()\n"
+        "    return coords[None].repeat(batch, 1)\n"
+        "class Flow(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 4)\n"
+        "    def forward(self, x):\n"
+        "        return self.fc(x) + coords_grid(x.shape[0], 4, 4, device=x.device)\n"
+    )
+    found = [d for d in lint_source(source) if d.code == "FRY005"]
+    assert [4] == [d.line for d in found]
+    assert "`coords_grid` takes `device`: create the tensor there, `device=device`" in found[0].message

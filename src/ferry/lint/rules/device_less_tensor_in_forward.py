@@ -1592,6 +1592,20 @@ def _message(ctx: FileContext, flow: Flow, meeting: Meeting) -> str:
     if meeting.how == "meets":
         site = ctx.enclosing_function(meeting.site)
         if site is not func and site is not None and func is not None:
+            taken = next(  # `def coords_grid(batch, ht, wd, device)`: the helper already takes the device
+                (
+                    a.arg
+                    for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]
+                    if a.arg == "device" or a.arg.endswith("_device")
+                ),
+                None,
+            )
+            if taken is not None and takes_device:
+                return (
+                    f"{made} in {inside} makes a CPU tensor, which line {line} (in `{site.name}`) combines with "
+                    f"tensors on the input's device: that fails on an accelerator; `{func.name}` takes `{taken}`: "
+                    f"create the tensor there, `device={taken}`"
+                )
             return (
                 f"{made} in {inside} makes a CPU tensor, which line {line} (in `{site.name}`) combines with tensors "
                 f"on the input's device: that fails on an accelerator; give `{func.name}` the device of "
