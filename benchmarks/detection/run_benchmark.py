@@ -241,6 +241,19 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("timm_train_ema_mixup.py", "FRY002", 78): "NativeScaler(device='cuda') default, as timm's cuda.py",
     ("timm_train_ema_mixup.py", "FRY002", 370): "train_one_epoch(device=torch.device('cuda')) default, as timm",
     ("timm_train_ema_mixup.py", "FRY002", 428): "validate(device=torch.device('cuda')) default, as timm",
+    # held-out round 20 (first sight at 32eb9c7)
+    ("deep_svdd_anomaly.py", "FRY002", 251): "AETrainer(device: str = 'cuda') default, as Deep-SVDD's trainers",
+    ("deep_svdd_anomaly.py", "FRY002", 310): "DeepSVDDTrainer(device: str = 'cuda') default, as the original",
+    ("deep_svdd_anomaly.py", "FRY002", 431): "DeepSVDD.train(device: str = 'cuda') default, as the original",
+    ("deep_svdd_anomaly.py", "FRY002", 442): "DeepSVDD.test(device: str = 'cuda') default, as the original",
+    ("deep_svdd_anomaly.py", "FRY002", 450): "DeepSVDD.pretrain(device: str = 'cuda') default, as the original",
+    ("deep_svdd_anomaly.py", "FRY003", 473): "torch.load(model_path) without map_location, as the original",
+    ("dgcnn_point_cloud.py", "FRY003", 412): "torch.load(args.model_path) without map_location, as the original",
+    ("dgcnn_point_cloud.py", "FRY009", 400): "saves the DataParallel wrapper's state_dict, as the original does",
+    ("fixmatch_semi_supervised.py", "FRY003", 435): "torch.load(args.resume) without map_location, as the original",
+    ("lottery_ticket_pruning.py", "FRY004", 165): "torch.save(model, ...) of the whole model, as the original",
+    ("lottery_ticket_pruning.py", "FRY004", 219): "torch.save(model, ...) of the whole model, as the original",
+    ("stylegan2_rosinality.py", "FRY003", 542): "torch.load(args.ckpt) without map_location, as generate.py",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.
