@@ -3121,6 +3121,9 @@ class _Flow(CallsMixin):
             if name in ("iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm") and args:
                 return self._element(args[0], self._peek(args[0]))
             func = iterable.func
+            weights = self._weights_of(func)
+            if weights is not None:  # `for name, p in model.named_parameters():` of a model on the device
+                return weights
             if isinstance(func, ast.Attribute) and func.attr in ("values", "items") and not args:
                 owner = self._peek(func.value)
                 if owner.what == "dict" and owner.element is not None:
@@ -3139,6 +3142,30 @@ class _Flow(CallsMixin):
         if val.what in TENSORISH:
             return replace(val, what="tensor", scalar=True, origin=None)
         return UNKNOWN
+
+    def _weights_of(self, func: ast.expr) -> Val | None:
+        """An item of ``model.parameters()`` (or its named and buffer forms, or ``state_dict().items()``).
+
+        For a model whose weights are all on the device: each weight is there too.
+        """
+        if not isinstance(func, ast.Attribute):
+            return None
+        method, owner_node = func.attr, func.value
+        if method in ("items", "values") and isinstance(owner_node, ast.Call) and not owner_node.args:
+            inner = owner_node.func
+            if not (isinstance(inner, ast.Attribute) and inner.attr == "state_dict"):
+                return None
+            owner_node = inner.value
+            named = method == "items"
+        elif method in ("parameters", "named_parameters", "buffers", "named_buffers"):
+            named = method.startswith("named_")
+        else:
+            return None
+        owner = self._peek(owner_node)
+        if owner.what != "module" or owner.where != DEVICE or owner.part or not owner.params or owner.wrapper:
+            return None
+        weight = Val("tensor", DEVICE, dev=owner.dev)
+        return Val("tuple", items=(STRING, weight)) if named else weight
 
     def _yielded(self, call: ast.Call) -> Val:
         """What a generator of the file (a function, or a plain class's method) yields for this call.
