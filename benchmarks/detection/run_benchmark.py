@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/detection/run_benchmark.py [--jobs 2] [--json out.json] [--markdown] [program.py ...]
+    python benchmarks/detection/run_benchmark.py --review [program.py ...]    # lint findings not yet reviewed
 
 For each correct program of ``programs/`` (training and inference scripts modeled on public examples; each names its
 source): a trace of its clean run on pretend GPUs says what each ``.to``/``.cuda``/``.cpu``/``.eval`` call's receiver
@@ -401,6 +402,20 @@ def relint(paths: list[Path], stored: Path) -> None:
     print(f"all {_rate(sum(every), len(every))} ({counted} counted in {stored.name})")
 
 
+def review(paths: list[Path]) -> None:
+    """``ferry lint`` on the clean programs: the findings that ``REVIEWED`` does not call true (false alarms, or new).
+
+    The static half of the false-alarm count, in seconds: after a linter change, before the full benchmark.
+    """
+    unreviewed = 0
+    for path in paths:
+        for code, line in sorted(_lint(path.name, path.read_text())):
+            if code not in HINTS and (path.name, code, line) not in REVIEWED:
+                unreviewed += 1
+                print(f"  not reviewed: {path.name}:{line} {code}")
+    print(f"{unreviewed} lint finding(s) on {len(paths)} clean program(s) not in REVIEWED")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -416,10 +431,18 @@ def main() -> None:
         help="a --json file of an earlier run: lint its counted mutants again (same mutants, same validity), "
         "run nothing; the static figure after a linter change",
     )
+    parser.add_argument(
+        "--review",
+        action="store_true",
+        help="lint the clean programs only, run nothing: print each finding that REVIEWED does not call true",
+    )
     args = parser.parse_args()
     paths = [p.resolve() for p in args.programs] or sorted(PROGRAMS.glob("*.py"))
     if args.relint is not None:
         relint(paths, args.relint)
+        return
+    if args.review:
+        review(paths)
         return
     import torch
 
