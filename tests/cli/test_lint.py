@@ -274,7 +274,7 @@ def test_output_file_in_a_new_folder_and_a_clear_error_where_it_cannot_be(
     (project / "taken").write_text("a file, not a folder")
     code, out, err = lint(capsys, "--select", "FRY001", "--json", "-o", "taken/ferry.json", "src")
     assert (2, "") == (code, out)
-    assert "cannot write 'taken/ferry.json'" in err
+    assert "cannot write 'taken/ferry.json': a folder on the path is a file; pass another path to -o" in err
     assert not list(project.glob("taken*/**/*.ferry-tmp-*"))
 
 

@@ -328,6 +328,8 @@ def _emit(text: str, args: argparse.Namespace, *, to_stderr: bool) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)  # `-o reports/lint.json` into a new folder, as ruff does
             with atomic_file(target) as handle:
                 handle.write(text.encode("utf-8"))
+        except FileExistsError as err:  # `-o taken/ferry.json` where `taken` is a file
+            raise OSError(err.errno, "a folder on the path is a file; pass another path to -o", str(target)) from err
         except OSError as err:  # name the file asked for, not the temporary one beside it
             raise OSError(err.errno, err.strerror, str(target)) from err
     elif text:

@@ -1438,6 +1438,17 @@ class _Flow(CallsMixin):
         self._returned_memo[key] = result
         return result
 
+    def _reader(self) -> _Flow:
+        """A flow one call deeper that reads code for its values and reports nothing (the file's caches shared)."""
+        reader = _Flow(self.ctx)
+        reader.local_functions = self.local_functions
+        reader.seeds = self.seeds
+        reader.depth = self.depth + 1
+        reader.returns = []
+        reader._classes = self._classes
+        reader.constructions = self.constructions
+        return reader
+
     def returns_of(
         self, func: ast.FunctionDef | ast.AsyncFunctionDef, env: dict[str, Val], yields: bool = False
     ) -> list[Val]:
@@ -1445,17 +1456,13 @@ class _Flow(CallsMixin):
 
         ``yields``: the values of its ``yield`` statements instead.
         """
-        reader = _Flow(self.ctx)
+        reader = self._reader()
         reader.yielding = yields
-        reader.local_functions = self.local_functions
-        reader.seeds = self.seeds
-        reader.depth = self.depth + 1
-        reader.returns = []
-        reader._classes = self._classes
         reader._datasets = self._datasets
-        reader.constructions = self.constructions
+        found: list[Val] = []
+        reader.returns = found
         reader._scope(func, func.body, env, frozenset())
-        return reader.returns
+        return found
 
     def dataset(self, cls: ast.ClassDef) -> Val:
         """An instance of the map-style dataset class ``cls``, as a ``DataLoader`` without a ``collate_fn`` sees it.
@@ -1598,13 +1605,7 @@ class _Flow(CallsMixin):
         init = self._inherited_init(cls)
         if init is None or (not modules and not self._plain_class(cls)) or self.depth >= 2:
             return {}
-        reader = _Flow(self.ctx)
-        reader.local_functions = self.local_functions
-        reader.seeds = self.seeds
-        reader.depth = self.depth + 1
-        reader.returns = []  # read for its values: reports nothing
-        reader._classes = self._classes
-        reader.constructions = self.constructions
+        reader = self._reader()
         params = {a.arg: UNKNOWN for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
         params.update({k: v for k, v in (self.seeds or {}).items() if k not in bound_names(init)})
         params.update(self._constructed_with(cls, init, reader))
@@ -1681,13 +1682,7 @@ class _Flow(CallsMixin):
                 continue
             params = {a.arg: UNKNOWN for a in [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]}
             params.update((k, v) for k, v in reader.env.items() if k.startswith("self."))
-            setup = _Flow(self.ctx)
-            setup.local_functions = self.local_functions
-            setup.seeds = self.seeds
-            setup.depth = self.depth + 1
-            setup.returns = []  # read for its values: reports nothing
-            setup._classes = self._classes
-            setup.constructions = self.constructions
+            setup = self._reader()
             setup._scope(method, method.body, params, frozenset())
             val = setup.env.get(f"self.{attr}")
             if val is not None and val.what == "module" and val.where is not None:
@@ -2844,13 +2839,7 @@ class _Flow(CallsMixin):
 
     def _stores_on_host(self, cls: ast.ClassDef, init: ast.FunctionDef, attr: str) -> Val | None:
         kept = self.instance_attributes(cls).get(f"self.{attr}")
-        reader = _Flow(self.ctx)
-        reader.local_functions = self.local_functions
-        reader.seeds = self.seeds
-        reader.depth = self.depth + 1
-        reader.returns = []  # read for its values: reports nothing
-        reader._classes = self._classes
-        reader.constructions = self.constructions
+        reader = self._reader()
         reader._host_attributes = self._host_attributes
         tensors: list[Val] = []
         assigned = {id(t): n for n in self.ctx.nodes(ast.Assign) for t in n.targets if isinstance(t, ast.Attribute)}
