@@ -33,10 +33,12 @@ of those): on a GPU the branch that runs there decides where a value is. ``nn.Da
 and ``torch.compile`` share the module they wrap (a wrapper of a module never moved is never moved); ``alias = model``
 makes what is done to either count for both.
 
-A ``DataLoader`` over a ``TensorDataset`` gives batches where the dataset's tensors are; over another dataset its
-batches are on the host only where the loop that reads them moves some of them (``x, y = x, y.to(device)``: its
-author knows they arrive on the host). A ``collate_fn`` of the file gives them what it returns; any other one leaves
-them to that evidence too.
+A ``DataLoader`` over a ``TensorDataset`` gives batches where the dataset's tensors are; over a dataset class of the
+file, where its ``__getitem__`` makes them; over a dataset the file does not show (``DataLoader(self.train_set)``),
+on the host, where datasets make their samples and the default collate stacks them. A ``collate_fn`` of the file
+gives them what it returns; with any other one, and for a loader the file does not show (``for x, y in loader`` of
+a parameter), batches are on the host only where the loop that reads them moves some of them (``x, y = x,
+y.to(device)``: its author knows they arrive on the host).
 
 Everything else is unknown, and unknown values are never reported: parameters of functions called from elsewhere,
 results of calls the analysis does not know, batches of loaders that nothing shows to be on the host, values passed
@@ -428,6 +430,19 @@ def _compare_side(test: ast.Compare) -> bool | None:
             if isinstance(op, ast.NotEq | ast.NotIn | ast.IsNot):
                 return not on_accelerator
     return None
+
+
+def _abstract(method: ast.FunctionDef) -> bool:
+    """Whether ``method``'s body only documents it: ``pass``, ``...``, a docstring, ``raise NotImplementedError``."""
+    for stmt in method.body:
+        if isinstance(stmt, ast.Pass) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            continue
+        if isinstance(stmt, ast.Raise) and stmt.exc is not None:
+            raised = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+            if dotted(raised) == "NotImplementedError":
+                continue
+        return False
+    return True
 
 
 def _unbound_parameter(scope: ast.AST, name: str) -> bool:
@@ -1229,13 +1244,56 @@ class _Flow(CallsMixin):
             # a parameter of the function being read: the class every call of the function passes (`dqn.learn(mem)`)
             classes = {passed.cls}
         elif not values or len(classes) != 1 or len(kinds) != 1 or not all(isinstance(v, ast.Call) for v in values):
-            return None  # every binding of the name, anywhere in the file, builds the same class (`VecPyTorch(...)`,
-            # or a function of the file that returns one: `envs = make_vec_envs(...)`)
+            # every binding of the name, anywhere in the file, builds the same class (`VecPyTorch(...)`, or a
+            # function of the file that returns one: `envs = make_vec_envs(...)`); else its annotation
+            return self._annotated_method(func)
         cls = self.ctx.kinds.classes.get(classes.pop())
         if cls is None or not self._plain_class(cls):
             return None
         method = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
         return method if method is not None and not method.decorator_list else None
+
+    def _annotated_method(self, func: ast.Attribute) -> ast.FunctionDef | None:
+        """``dataset.loaders(...)`` on a parameter annotated with a plain class of the file (``dataset: Base``).
+
+        The one method of that name that the class or its subclasses in the file define with a body (an abstract
+        ``pass`` in the base, ``DataLoader(...)`` built in the one subclass); ``None`` where there is not exactly one.
+        """
+        name = func.value.id if isinstance(func.value, ast.Name) else None
+        scope = self.scope
+        if name is None or not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        if not _unbound_parameter(scope, name):
+            return None
+        params = scope.args
+        arg = next((a for a in [*params.posonlyargs, *params.args, *params.kwonlyargs] if a.arg == name), None)
+        annotation = arg.annotation if arg is not None else None
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            annotation = ast.Name(id=annotation.value, ctx=ast.Load())  # `dataset: "BaseADDataset"`
+        declared = dotted(annotation) if annotation is not None else None
+        classes = self.ctx.kinds.classes
+        if declared is None or declared not in classes:
+            return None
+        family = [cls for cls in classes.values() if self._descends(cls, declared)]
+        found = [
+            m
+            for cls in family
+            for m in cls.body
+            if isinstance(m, ast.FunctionDef) and m.name == func.attr and not m.decorator_list and not _abstract(m)
+        ]
+        if len(found) != 1:
+            return None
+        owner = self.ctx.enclosing_class(found[0])
+        return found[0] if owner is not None and self._plain_class(owner) else None
+
+    def _descends(self, cls: ast.ClassDef, name: str, depth: int = 0) -> bool:
+        """Whether the class ``cls`` of the file is the class ``name`` or a subclass of it in the file."""
+        if cls.name == name:
+            return True
+        if depth > 5:
+            return False
+        bases = [self.ctx.kinds.classes.get(dotted(b) or "") for b in cls.bases]
+        return any(b is not None and b is not cls and self._descends(b, name, depth + 1) for b in bases)
 
     def static_method(self, func: ast.Attribute) -> ast.FunctionDef | None:
         """The ``@staticmethod`` of a class of the file that ``Cls.step(...)`` or ``obj.step(...)`` calls.
@@ -1406,9 +1464,12 @@ class _Flow(CallsMixin):
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return UNKNOWN
         names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]][1 if bound else 0 :]
-        if len(node.args) > len(names):
+        vararg = func.args.vararg
+        if len(node.args) > len(names) and vararg is None:
             return UNKNOWN
         params: dict[str, Val] = dict(zip(names, args, strict=False))
+        if vararg is not None:  # `def pad(self, *inputs)`: the tuple of what the call passes beyond the named ones
+            params[vararg.arg] = Val("tuple", items=tuple(args[len(names) :]))
         params.update({k: v for k, v in kwargs.items() if k is not None})
         params = {k: replace(v, origin=None, name=k) for k, v in params.items()}
         seen = self.seeds if self.seeds is not None else (self.env if self.scope is self.ctx.tree else {})
@@ -1418,7 +1479,8 @@ class _Flow(CallsMixin):
         owner = self.ctx.enclosing_class(func) if bound else None
         if owner is not None and func in owner.body and self._plain_class(owner):
             env.update(self.instance_attributes(owner))  # `self.alpha_hat` as `__init__` leaves it
-        key = (func, yields, tuple(sorted((k, v.what, v.where, v.dev) for k, v in env.items())))
+        shapes = ((k, v.what, v.where, v.dev, tuple((i.what, i.where, i.dev) for i in v.items)) for k, v in env.items())
+        key = (func, yields, tuple(sorted(shapes)))
         if key in self._returned_memo:
             return self._returned_memo[key]
         self._returned_memo[key] = UNKNOWN  # recursion guard
@@ -1786,12 +1848,13 @@ class _Flow(CallsMixin):
         A base from elsewhere (``PreTrainedModel``, a mixin) may be a module, whose attributes ``.to()`` moves;
         torch's datasets (``torch.utils.data.Dataset``) are not.
         """
-        if depth > 5 or cls.keywords:
+        if depth > 5 or any(k.arg != "metaclass" or self.ctx.qualname(k.value) != "abc.ABCMeta" for k in cls.keywords):
             return False
         for base in cls.bases:
             name = dotted(base)
             full = self.ctx.qualname(base) or ""
-            if name == "object" or (full.startswith("torch.utils.data.") and full.endswith("Dataset")):
+            dataset = full.startswith("torch.utils.data.") and full.endswith("Dataset")
+            if name == "object" or full == "abc.ABC" or dataset:
                 continue
             inner = self.ctx.kinds.classes.get(name or "")
             if inner is None or not self._plain_class(inner, depth + 1):
@@ -2493,7 +2556,7 @@ class _Flow(CallsMixin):
                 if isinstance(item, ast.Starred) or any(isinstance(e, ast.Starred) for e in target.elts):
                     part = UNKNOWN if val.what == "tuple" else self._element(None, val)
                     self.bind(item.value if isinstance(item, ast.Starred) else item, part, stmt, None)
-                elif val.what == "tuple":
+                elif val.what == "tuple" or (val.what == "seq" and len(val.items) == len(target.elts)):
                     self.bind(item, val.items[i] if i < len(val.items) else UNKNOWN, stmt, None)
                 else:
                     self.bind(item, self._element(None, val), stmt, None)
@@ -2987,6 +3050,9 @@ class _Flow(CallsMixin):
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> Val:
         before = self.env
+        mapped = self._mapped(node)
+        if mapped is not None:
+            return mapped
         self.env = dict(before)
         for gen in node.generators:
             element = self._element(gen.iter, self.ev(gen.iter))
@@ -3000,6 +3066,35 @@ class _Flow(CallsMixin):
             val = Val("seq", element=self.ev(node.elt))
         self.env = before
         return val
+
+    def _mapped(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> Val | None:
+        """``[F.pad(x, pad) for x in inputs]`` over a tuple whose items are known: a list of each item's result.
+
+        ``inputs`` the ``*inputs`` of a helper (``padder.pad(image1, image2)``) or a tuple written out; the list keeps
+        what each item gives, so ``image1, image2 = padder.pad(image1, image2)`` unpacks each on its own. ``None``
+        for any other comprehension.
+        """
+        if not isinstance(node, ast.ListComp | ast.GeneratorExp) or len(node.generators) != 1:
+            return None
+        gen = node.generators[0]
+        if gen.ifs or gen.is_async or not isinstance(gen.target, ast.Name):
+            return None
+        plain = (ast.Name, ast.Attribute)
+        if not isinstance(gen.iter, plain) and not (
+            isinstance(gen.iter, ast.Tuple | ast.List) and all(isinstance(e, plain) for e in gen.iter.elts)
+        ):
+            return None  # read only names here: the iterable is read again below when this gives up
+        over = self.ev(gen.iter)
+        if over.what != "tuple" or not over.items or len(over.items) > 8:
+            return None
+        before = self.env
+        results: list[Val] = []
+        for item in over.items:
+            self.env = dict(before)
+            self.bind(gen.target, item, None, None)
+            results.append(replace(self.ev(node.elt), origin=None, name=None))
+        self.env = before
+        return Val("seq", element=agree(results), items=tuple(results))
 
     def _assigned_batch_evidence(self, stmt: ast.Assign, val: Val) -> Val:
         """A batch taken outside a ``for`` is on the host when the statements after it move some of its names.

@@ -955,9 +955,10 @@ class CallsMixin(DevicesMixin):
     def _loader(self, node: ast.Call, args: Args, kwargs: Kwargs) -> Val:
         """A ``DataLoader``: its batches are where a ``TensorDataset``'s tensors are.
 
-        For other datasets they are on the host only where the loop that reads them shows it (see
-        :func:`moves_items`). A ``collate_fn`` of the file gives the batches what it returns; another one (nested in
-        a function, a lambda, imported) may put them anywhere, so they are known only as that loop shows them.
+        Over a dataset class of the file, where its samples are made; over a dataset the file does not show, on the
+        host. A ``collate_fn`` of the file gives the batches what it returns; another one (nested in a function, a
+        lambda, imported) may put them anywhere, so they are known only as the loop that reads them shows them (see
+        :func:`moves_items`).
         """
         if self._pinned(node):
             return Val("loader", HOST)  # `pin_memory=True` pins host tensors (a device tensor there is an error)
@@ -969,6 +970,11 @@ class CallsMixin(DevicesMixin):
         dataset = args[0] if args else kwargs.get("dataset", UNKNOWN)
         if dataset.what == "dataset":
             return Val("loader", dataset.where, items=dataset.items, item=dataset.item)
+        if dataset.where is None and dataset.what in ("unknown", "other", "seq"):
+            # a dataset the file does not show (`DataLoader(self.train_set, ...)`): the default collate stacks its
+            # samples where they are, and a dataset makes them on the host (worker processes cannot even hand
+            # out CUDA tensors); a dataset the file shows on a device keeps its place above
+            return Val("loader", HOST)
         return Val("loader")
 
     def _pinned(self, node: ast.Call) -> bool:
@@ -1070,6 +1076,15 @@ class CallsMixin(DevicesMixin):
                 self._combined(node, [(self._peek(item), item) for item in first_arg.elts], stacked=True)
             elif name not in _SEQUENCE_FUNCTIONS:
                 self._combined(node, list(zip(args, node.args, strict=False)))
+        if name in _GRID_FUNCTIONS and self.ctx.call_name(node) == f"torch.{name}":
+            # `torch.meshgrid(torch.arange(h), torch.arange(w, device=device), indexing="ij")`: every grid input on
+            # one device, a 0-dim one too; the inputs one by one or as one list
+            first_arg = node.args[0] if node.args else None
+            if len(node.args) == 1 and isinstance(first_arg, ast.List | ast.Tuple):
+                self._combined(node, [(self._peek(item), item) for item in first_arg.elts], stacked=True)
+            else:
+                pairs = [(replace(v, scalar=False), n) for v, n in zip(args, node.args, strict=False)]
+                self._combined(node, pairs)
         first: Val | None
         if (
             node.args
@@ -2672,6 +2687,9 @@ _TENSOR_ONLY_BATCH_METHODS = TENSOR_ONLY_METHODS | SHAPERS | frozenset({"float",
 
 #: Combining functions that take their tensors as one sequence (``torch.cat((a, b))``).
 _SEQUENCE_FUNCTIONS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+
+#: Functions that build a grid of their 1-D inputs and check that all are on one device (no 0-dim exception).
+_GRID_FUNCTIONS = frozenset({"meshgrid", "cartesian_prod"})
 
 
 def _norm_with_state(node: ast.Call) -> bool:

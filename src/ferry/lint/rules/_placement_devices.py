@@ -31,6 +31,7 @@ class DevicesMixin:
     ctx: FileContext
     env: dict[str, Val]
     _busy: set[str]
+    scope: ast.AST
 
     if TYPE_CHECKING:
 
@@ -105,6 +106,14 @@ class DevicesMixin:
             named = name.rsplit(".", 1)[-1].lower() in DEVICE_NAMES or (kind is not None and kind.name == "device")
         if name in self._busy:
             return None
+        parameter = None if pure or not isinstance(node, ast.Name) else _parameter_default(self.scope, name)
+        if parameter is not None:
+            # `def __init__(self, device="cuda")` whose calls pass what is not known here: not what other functions
+            # bind to a name `device` (`device = "cpu"` under `if not torch.cuda.is_available()` in `main`), but
+            # the default's device, and a default of the host or none is what the name says
+            default = parameter[0]
+            where = self.device_where(default, pure=True) if default is not None else None
+            return DEVICE if where == DEVICE or named else None
         self._busy.add(name)
         try:
             values = self.ctx.kinds.assigned_values(name)[:8]
@@ -122,6 +131,26 @@ class DevicesMixin:
         if found and all(f == HOST for f in found):
             return HOST
         return DEVICE if named else None
+
+
+def _parameter_default(scope: ast.AST, name: str) -> tuple[ast.expr | None] | None:
+    """``(default,)`` for ``name`` a parameter of the function ``scope`` that its body never binds, else ``None``."""
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return None
+    args = scope.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    pairs = [*zip(positional, defaults, strict=True), *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    if name not in {arg.arg for arg, _ in pairs}:
+        return None
+    found = next(default for arg, default in pairs if arg.arg == name)
+    body = scope.body if isinstance(scope.body, list) else [scope.body]
+    stored = any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store | ast.Del)
+        for stmt in body
+        for n in ast.walk(stmt)
+    )
+    return None if stored else (found,)
 
 
 def _integer(node: ast.expr) -> bool:

@@ -116,7 +116,7 @@ class Val:
         dims: How many dimensions a tensor has at least, where the code shows it (``torch.zeros(n, p, 1)``: 3);
             0 when not known. Indexing one with fewer integers than that leaves a tensor with dimensions
             (``rewards[step]``), which is not a possible zero-dimensional scalar.
-        items: For ``"tuple"``.
+        items: For ``"tuple"``; for a ``"seq"`` a comprehension made over a known tuple, each item's value.
         element: For ``"seq"``/``"dict"``: any item.
         dev: The device as written where it was chosen (``device``, ``"cuda"``), for messages.
         moved_at: The line where a module was moved.
@@ -206,6 +206,11 @@ def keyed(keys: Iterable[ast.expr | str | None], values: Iterable[Val]) -> Val:
     return Val("dict", element=element)
 
 
+def _unmapped(val: Val) -> Val:
+    """``val`` without the items a comprehension over a known tuple keeps (see ``_Flow._mapped``)."""
+    return replace(val, items=()) if val.what == "seq" else val
+
+
 def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
     """The value after two branches; ``available()``: whether the branches decide on CUDA availability.
 
@@ -215,6 +220,8 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
     """
     if a is b or a == b:
         return a
+    if (a.what == "seq" and a.items) or (b.what == "seq" and b.items):  # a mapped tuple's items: only as a list
+        return join(_unmapped(a), _unmapped(b), available)
     if a.what == "none":
         return b
     if b.what == "none":
