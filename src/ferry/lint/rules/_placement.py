@@ -1231,6 +1231,8 @@ class _Flow(CallsMixin):
         ``obj`` is a name bound only to constructions of that class (``simclr = SimCLR(...)``), and the class
         defines the method itself, undecorated.
         """
+        if isinstance(func.value, ast.Attribute):
+            return self._attribute_method(func)
         if not isinstance(func.value, ast.Name):
             return None
         own = self._own_method(func)
@@ -1250,8 +1252,38 @@ class _Flow(CallsMixin):
         cls = self.ctx.kinds.classes.get(classes.pop())
         if cls is None or not self._plain_class(cls):
             return None
-        method = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
-        return method if method is not None and not method.decorator_list else None
+        for current in self.ctx.kinds.class_chain(cls):  # its own, or the nearest base class's of the file
+            method = next((m for m in current.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
+            if method is not None:
+                return method if not method.decorator_list else None
+        return None
+
+    def _attribute_method(self, func: ast.Attribute) -> ast.FunctionDef | None:
+        """``self.ae_trainer.train(...)``: the method of the plain class of the file that every store builds.
+
+        Every assignment of ``self.<attr>`` in the file builds that one class (``self.ae_trainer = AETrainer(...)``),
+        or is a ``None`` placeholder (``self.ae_trainer = None`` in ``__init__``).
+        """
+        owner = dotted(func.value)
+        if owner is None or owner.count(".") != 1 or not owner.startswith("self."):
+            return None
+        values = list(self.ctx.kinds.assigned_values(owner))
+        calls = [v for v in values if isinstance(v, ast.Call)]
+        placeholders = [v for v in values if isinstance(v, ast.Constant) and v.value is None]
+        if not calls or len(calls) + len(placeholders) != len(values):
+            return None
+        kinds = {self.ctx.kind(v) for v in calls}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        if kind is None or kind.name != "instance" or kind.cls is None:
+            return None
+        cls = self.ctx.kinds.classes.get(kind.cls)
+        if cls is None or not self._plain_class(cls):
+            return None
+        for current in self.ctx.kinds.class_chain(cls):
+            method = next((m for m in current.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
+            if method is not None:
+                return method if not method.decorator_list else None
+        return None
 
     def _annotated_method(self, func: ast.Attribute) -> ast.FunctionDef | None:
         """``dataset.loaders(...)`` on a parameter annotated with a plain class of the file (``dataset: Base``).
