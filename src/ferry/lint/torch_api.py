@@ -314,7 +314,8 @@ COMBINING_METHODS = frozenset(
     """
     add sub mul div true_divide floor_divide matmul mm bmm masked_fill masked_fill_ add_ sub_ mul_ div_ eq ne lt le gt
     ge logical_and logical_or logical_xor bitwise_and bitwise_or where maximum minimum pow atan2 fmod remainder dot
-    outer cross gather masked_select index_select take_along_dim
+    outer cross gather masked_select index_select take_along_dim scatter scatter_ scatter_add scatter_add_
+    scatter_reduce scatter_reduce_
     """.split()
 )
 

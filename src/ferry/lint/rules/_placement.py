@@ -212,9 +212,9 @@ def local_functions(ctx: FileContext, *, aliases: bool = False) -> dict[str, ast
 
     Defined once at the top of the file, and the name is only ever called (never passed on, decorated or rebound),
     or handed to a ``DataLoader`` as its ``collate_fn`` (which calls it with samples, of unknown values). A local
-    variable of the same name in another function is another variable. With ``aliases``, also the names that
-    module-level code binds once to such a function and only ever calls (``loss_fn = prototypical_loss``), mapped
-    to it.
+    variable of the same name in another function is another variable. With ``aliases``, also the names that the
+    file binds once to such a function and only ever calls (``loss_fn = prototypical_loss`` at module level,
+    ``criterion = cal_loss`` in a function, where no function has a parameter of that name), mapped to it.
     """
     defined: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     for stmt in ctx.tree.body:
@@ -227,16 +227,24 @@ def local_functions(ctx: FileContext, *, aliases: bool = False) -> dict[str, ast
     }
     if not plain:
         return {}
-    alias_values: dict[str, ast.Name] = {}  # `loss_fn = prototypical_loss` in module-level code
-    for stmt in ctx.tree.body:
+    # `loss_fn = prototypical_loss` in module-level code, `criterion = cal_loss` in a function (DGCNN's `train`)
+    alias_values: dict[str, ast.Name] = {}
+    alias_stores: dict[str, list[ast.Name]] = {}
+    parameters = {a.arg for a in ctx.nodes(ast.arg)}
+    for stmt in ctx.nodes(ast.Assign):
         if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
+            len(stmt.targets) == 1
             and isinstance(stmt.targets[0], ast.Name)
             and isinstance(stmt.value, ast.Name)
             and stmt.value.id in plain
+            and (ctx.parent(stmt) is ctx.tree or stmt.targets[0].id not in parameters)
         ):
-            alias_values[stmt.targets[0].id] = stmt.value
+            alias_stores.setdefault(stmt.targets[0].id, []).append(stmt.value)
+    for alias, stores in alias_stores.items():
+        # `criterion = cal_loss` in `train` and in `test`: one function, under a name that is only ever called
+        if aliases and len({value.id for value in stores}) == 1 and _only_called(ctx, alias, len(stores)):
+            alias_values[alias] = stores[0]
+    aliased = {id(value) for alias in alias_values for value in alias_stores[alias]}
     local: dict[ast.AST, set[str]] = {}
     for node in ctx.nodes(ast.Name):
         if node.id in plain:
@@ -249,7 +257,7 @@ def local_functions(ctx: FileContext, *, aliases: bool = False) -> dict[str, ast
             parent = ctx.parent(node)
             if isinstance(parent, ast.keyword) and parent.arg == "collate_fn" and isinstance(node.ctx, ast.Load):
                 continue  # `DataLoader(..., collate_fn=collate_batch)` calls it with a list of samples
-            if aliases and any(node is value for value in alias_values.values()):
+            if id(node) in aliased:
                 continue
             if not (isinstance(node.ctx, ast.Load) and isinstance(parent, ast.Call) and parent.func is node):
                 del plain[node.id]
@@ -258,13 +266,13 @@ def local_functions(ctx: FileContext, *, aliases: bool = False) -> dict[str, ast
             plain.pop(name, None)
     if aliases:
         for alias, value in alias_values.items():
-            if value.id in plain and _only_called(ctx, alias):
+            if value.id in plain:
                 plain[alias] = plain[value.id]
     return plain
 
 
-def _only_called(ctx: FileContext, name: str) -> bool:
-    """Whether every use of ``name`` in the file calls it, and one module-level assignment binds it."""
+def _only_called(ctx: FileContext, name: str, bindings: int = 1) -> bool:
+    """Whether every use of ``name`` in the file calls it, and only the ``bindings`` alias assignments bind it."""
     stores = 0
     for node in ctx.nodes(ast.Name):
         if node.id != name:
@@ -275,7 +283,7 @@ def _only_called(ctx: FileContext, name: str) -> bool:
         parent = ctx.parent(node)
         if not (isinstance(node.ctx, ast.Load) and isinstance(parent, ast.Call) and parent.func is node):
             return False
-    return stores == 1
+    return stores == bindings
 
 
 def loss_wrapper(ctx: FileContext, name: str) -> bool:
