@@ -255,6 +255,17 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("lottery_ticket_pruning.py", "FRY004", 165): "torch.save(model, ...) of the whole model, as the original",
     ("lottery_ticket_pruning.py", "FRY004", 219): "torch.save(model, ...) of the whole model, as the original",
     ("stylegan2_rosinality.py", "FRY003", 542): "torch.load(args.ckpt) without map_location, as generate.py",
+    # held-out round 21 (first sight at 2b54da4)
+    ("dgi_cora_infomax.py", "FRY003", 452): "torch.load('best_dgi.pkl') without map_location, as execute.py",
+    ("deepctr_deepfm_ctr.py", "FRY004", 527): "torch.save(model, 'DeepFM.h5') of the whole model, as the FAQ",
+    ("deepctr_deepfm_ctr.py", "FRY003", 528): "torch.load('DeepFM.h5') without map_location, as the FAQ",
+    ("deepctr_deepfm_ctr.py", "FRY003", 539): "torch.load('DeepFM_weights.h5') without map_location, as the FAQ",
+    ("c3d_video_recognition.py", "FRY003", 180): "torch.load(Path.model_dir()) without map_location, as C3D_model",
+    ("psmnet_stereo.py", "FRY003", 353): "torch.load(args.loadmodel) without map_location, as main.py",
+    ("psmnet_stereo.py", "FRY003", 498): "torch.load(args.loadmodel) without map_location, as submission.py",
+    ("person_reid_baseline.py", "FRY003", 447): "torch.load(save_path) without map_location, as test.py",
+    ("dann_mnist_mnistm.py", "FRY003", 261): "torch.load(...) of the whole model without map_location, as test.py",
+    ("dann_mnist_mnistm.py", "FRY004", 451): "torch.save(my_net, ...) of the whole model, as main.py",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.

@@ -125,6 +125,7 @@ class _Analysis:
     reports: list[Report]
     tensor_moves: frozenset[ast.Call]
     device_numpy: dict[ast.Call, Val]
+    host_fed: frozenset[ast.AST] = frozenset()
 
 
 def _has_unknown_batch(val: Val, depth: int = 0) -> bool:
@@ -167,6 +168,15 @@ def _batch_on_host(
     return Val("tensor", HOST) if val.item else replace(val, where=HOST)
 
 
+def _on_host_or_data(val: Val) -> bool:
+    """Whether ``val`` is known to hold no accelerator tensor: on the host, or a number, string or ``None``."""
+    if val.what in (*TENSORISH, "module", "batch", "loader", "dataset", "any"):
+        return val.where == HOST
+    if val.what == "tuple":
+        return all(_on_host_or_data(item) for item in val.items)
+    return val.what in ("number", "str", "none") or _numbers(val)
+
+
 def _handed(val: Val) -> Val:
     """``val`` as a parameter of the callee sees it: a module keeps where it was built, nothing keeps its name."""
     return replace(val, origin=val.origin if val.what == "module" else None, name=None)
@@ -177,7 +187,7 @@ def _analyse(ctx: FileContext) -> _Analysis:
         return _Analysis([], frozenset(), {})
     flow = _Flow(ctx)
     found = flow.run()
-    return _Analysis(found, frozenset(flow.tensor_moves), dict(flow.device_numpy))
+    return _Analysis(found, frozenset(flow.tensor_moves), dict(flow.device_numpy), flow.host_fed())
 
 
 def _analysed(ctx: FileContext) -> _Analysis:
@@ -187,6 +197,17 @@ def _analysed(ctx: FileContext) -> _Analysis:
 def reports(ctx: FileContext, code: str) -> list[Report]:
     """The findings of rule ``code`` in the file; the analysis runs once per file for all the rules that ask."""
     return [r for r in _analysed(ctx).reports if r.code == code]
+
+
+def host_fed(ctx: FileContext) -> frozenset[ast.AST]:
+    """Functions of the file that every call gives only host values or values that are not tensors.
+
+    For FRY005: ``def fliplr(img): inv_idx = torch.arange(...); return img.index_select(3, inv_idx)`` is right
+    where every caller flips a host image (person re-ID's ``extract_feature`` flips before ``img.cuda()``). Every
+    call in the file must have been read, each argument known: a tensor, batch or module on the host, or a number,
+    string, ``None`` or a list of numbers.
+    """
+    return _analysed(ctx).host_fed
 
 
 def device_numpy(ctx: FileContext) -> dict[ast.Call, str]:
@@ -866,6 +887,8 @@ class _Flow(CallsMixin):
         #: for each of those, the parameters' values at each call site read so far (``None``: a site passes
         #: ``*args``/``**kwargs``, so the parameters stay unknown)
         self.call_sites: dict[str, list[dict[str, Val]] | None] = {}
+        #: the call nodes whose arguments :attr:`call_sites` holds, per function name
+        self.site_nodes: dict[str, set[ast.Call]] = {}
         #: the module's environment at each call of a function of the file in its code (``main()``,
         #: ``train(epoch)``): the globals those functions see
         self.call_envs: list[dict[str, Val]] = []
@@ -892,6 +915,24 @@ class _Flow(CallsMixin):
         self.device_numpy: dict[ast.Call, Val] = {}
 
     # -- scopes -----------------------------------------------------------------------------------------------
+
+    def host_fed(self) -> frozenset[ast.AST]:
+        """See :func:`host_fed`; read after :meth:`run`."""
+        found: set[ast.AST] = set()
+        for name, func in self.local_functions.items():
+            if name != func.name or func in found:
+                continue
+            sites, nodes = self.call_sites.get(name), self.site_nodes.get(name, set())
+            calls = [
+                n
+                for n in self.ctx.nodes(ast.Call)
+                if isinstance(n.func, ast.Name) and self.local_functions.get(n.func.id) is func
+            ]
+            if not sites or not calls or any(call not in nodes for call in calls):
+                continue
+            if all(_on_host_or_data(v) for given in sites for k, v in given.items() if not k.endswith(_LITERAL)):
+                found.add(func)
+        return frozenset(found)
 
     def run(self) -> list[Report]:
         tree = self.ctx.tree
@@ -1649,6 +1690,7 @@ class _Flow(CallsMixin):
                 self.call_sites[func.name] = None
             else:
                 sites.append(given)
+                self.site_nodes.setdefault(func.name, set()).add(node)
                 module_level = self.scope is self.ctx.tree and self.returns is None
                 self.site_globals.setdefault(func.name, []).append(dict(self.env) if module_level else None)
         keeps = keeping_parameters(func, self.local_functions, self.reading_method)
@@ -2895,7 +2937,26 @@ class _Flow(CallsMixin):
         cls = (
             self.ctx.kinds.classes.get(kind.cls) if kind is not None and kind.name == "instance" and kind.cls else None
         )
-        return self._host_attribute(cls, node.attr) if cls is not None else None
+        if cls is None:
+            return None
+        held = self._kept_on_device(cls, node.attr)
+        return held if held is not None else self._host_attribute(cls, node.attr)
+
+    def _kept_on_device(self, cls: ast.ClassDef, attr: str) -> Val | None:
+        """``ema_model.ema``: a module or tensor that the ``__init__`` of plain class ``cls`` moves to the device.
+
+        FixMatch's ``ModelEMA``: ``self.ema = deepcopy(model); self.ema.to(args.device)``. Only where no method
+        rebinds, moves or hands it on (see :meth:`instance_attributes`) and no code outside the class stores it.
+        """
+        if not self._plain_class(cls):
+            return None
+        for target in self.ctx.nodes(ast.Attribute):
+            if target.attr == attr and isinstance(target.ctx, ast.Store | ast.Del) and dotted(target.value) != "self":
+                return None  # `ema_model.ema = other`: what it holds depends on the order things run
+        held = self.instance_attributes(cls).get(f"self.{attr}")
+        if held is None or held.where != DEVICE or held.what not in ("module", *TENSORISH):
+            return None
+        return replace(held, origin=None, name=None)
 
     def _instance_device(self, node: ast.Attribute) -> Val | None:
         """``runner.root_device`` of an instance of a plain class of the file: the device its ``__init__`` keeps.

@@ -17,6 +17,7 @@ from ferry.lint.rules._attributes import moves_own_layers
 from ferry.lint.rules._placement_devices import DevicesMixin
 from ferry.lint.rules._placement_values import (
     CHECKED_LOSSES,
+    COPIES,
     DEVICE,
     HARMLESS_BUILTINS,
     HARMLESS_READS,
@@ -37,6 +38,7 @@ from ferry.lint.rules._placement_values import (
     bound_names,
     int_literal,
     is_static,
+    keeping_parameters,
     kept_by,
     keyed,
     line,
@@ -103,6 +105,15 @@ class CallsMixin(DevicesMixin):
             self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val], top: bool = False
         ) -> set[ast.expr]: ...
         def returned(self, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]) -> Val: ...
+        def _returned_by(
+            self,
+            func: ast.FunctionDef | ast.AsyncFunctionDef,
+            node: ast.Call,
+            args: list[Val],
+            kwargs: dict[str | None, Val],
+            bound: bool = False,
+            yields: bool = False,
+        ) -> Val: ...
         def method_returned(
             self, method: ast.FunctionDef, node: ast.Call, args: list[Val], kwargs: dict[str | None, Val]
         ) -> Val: ...
@@ -185,6 +196,14 @@ class CallsMixin(DevicesMixin):
         if self._is_local_call(func):
             self._escape(node, only=self.record_call(node, args, kwargs, top))
             return self.returned(node, args, kwargs)
+        nested = self._nested_function(func)
+        if nested is not None:
+            # `def create_model(args): ... return model` inside `main`: what it returns, read with the call's values
+            kept = keeping_parameters(nested, self.local_functions, self.reading_method)
+            names = [a.arg for a in [*nested.args.posonlyargs, *nested.args.args]]
+            passed = [*zip(names, node.args, strict=False), *((k.arg, k.value) for k in node.keywords)]
+            self._escape(node, only={arg for name, arg in passed if name not in kept} | set(node.args[len(names) :]))
+            return self._returned_by(nested, node, args, kwargs)
         if full in NUMPY_CONVERSIONS and args and args[0].what in TENSORISH and args[0].where == DEVICE:
             self.device_numpy.setdefault(node, args[0])  # `np.asarray(probs)`: `Tensor.__array__` is `.numpy()`
         if callee is None and full is not None:
@@ -213,6 +232,31 @@ class CallsMixin(DevicesMixin):
             return False
         head = name.split(".")[0]
         return head in self.ctx.imports and head not in self.env
+
+    def _nested_function(self, func: ast.expr) -> ast.FunctionDef | None:
+        """The function that ``func`` names, defined once in the body of the function being read and never rebound.
+
+        FixMatch's ``main``: ``def create_model(args): ...`` then ``model = create_model(args)``. Undecorated, not a
+        generator, and not one that reads or rebinds names of the enclosing function (``nonlocal``).
+        """
+        scope = self.scope
+        if not isinstance(func, ast.Name) or not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        if func.id in self.env and self.env[func.id].what != "unknown":
+            return None
+        defined = [s for s in scope.body if isinstance(s, ast.FunctionDef) and s.name == func.id]
+        if len(defined) != 1 or defined[0].decorator_list:
+            return None
+        nested = defined[0]
+        stores = [
+            n
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Name) and n.id == func.id and isinstance(n.ctx, ast.Store | ast.Del)
+        ]
+        inner = (ast.Yield, ast.YieldFrom, ast.Await, ast.Nonlocal, ast.Global)
+        if stores or any(isinstance(n, inner) for n in ast.walk(nested)):
+            return None
+        return nested
 
     def _is_local_call(self, func: ast.expr) -> bool:
         """A call of a function of the file whose call sites the analysis follows (``train(model, device, ...)``)."""
@@ -2045,6 +2089,8 @@ class CallsMixin(DevicesMixin):
                 if not called or holder.attr in SAFE_MODULE_USES - MOVES or self.reading_method(holder.attr):
                     continue  # `torch.optim.Adam(actor_critic.parameters(), ...)`: read
                 return False
+            if isinstance(holder, ast.Call) and holder.args[:1] == [use] and dotted(holder.func) in COPIES:
+                continue  # FixMatch's `ModelEMA`: `self.ema = deepcopy(model)` copies it and leaves it where it is
             target: ast.expr | None = None
             if isinstance(holder, ast.Assign) and holder.value is use and len(holder.targets) == 1:
                 target = holder.targets[0]
@@ -2061,7 +2107,7 @@ class CallsMixin(DevicesMixin):
             if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self"):
                 return False
             kept.add(target.attr)
-        return bool(kept) and all(self._only_used(cls, attr) for attr in kept)
+        return bool(uses) and all(self._only_used(cls, attr) for attr in kept)
 
     def _only_used(self, cls: ast.ClassDef, attr: str) -> bool:
         """Whether ``self.<attr>`` is bound once in ``cls`` and every use leaves the module where it is.

@@ -81,6 +81,8 @@ HARMLESS_BUILTINS = frozenset(
 )
 #: Builtins that only read what they are given (a module or tensor passed to them is not moved or kept).
 HARMLESS_READS = frozenset("print len isinstance type id str repr hasattr getattr format sorted".split())
+#: Calls that copy their argument and leave it where it is (``self.ema = deepcopy(model)``).
+COPIES = frozenset({"deepcopy", "copy.deepcopy", "copy.copy"})
 #: Attributes of a tensor that are tensors on the same device (``grad`` may be ``None``).
 SAME_DEVICE_ATTRIBUTES = TENSOR_ATTRIBUTES - {"grad"}
 #: Names that hold the chosen device.
@@ -485,10 +487,14 @@ def keeping_parameters(
             safe = parent.attr in SAFE_MODULE_USES or (reading is not None and reading(parent.attr))
             if isinstance(parent.ctx, ast.Store) or (isinstance(grand, ast.Call) and grand.func is parent and not safe):
                 kept.discard(node.id)
-        elif not isinstance(parent, ast.Call) or not (
-            (isinstance(parent.func, ast.Name) and parent.func.id in HARMLESS_READS)
-            or (dotted(parent.func) in _SAVES and parent.args[:1] == [node])  # `torch.save(model, path)` reads it
-            or kept_by(parent, node, local, reading, _seen | {func})
+        elif (
+            not isinstance(parent, ast.Call)
+            or not (
+                (isinstance(parent.func, ast.Name) and parent.func.id in HARMLESS_READS)
+                or (dotted(parent.func) in _SAVES and parent.args[:1] == [node])  # `torch.save(model, path)` reads it
+                or (dotted(parent.func) in COPIES and parent.args[:1] == [node])  # `self.ema = deepcopy(model)` too
+                or kept_by(parent, node, local, reading, _seen | {func})
+            )
         ):
             kept.discard(node.id)
     if not _seen:

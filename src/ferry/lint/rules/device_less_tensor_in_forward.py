@@ -77,6 +77,7 @@ from ferry.lint.context import FileContext, dotted
 from ferry.lint.memo import Memo
 from ferry.lint.model import Edit, Finding, Fix, Rule
 from ferry.lint.rules._attributes import unregistered
+from ferry.lint.rules._placement import host_fed
 from ferry.lint.rules._tensors import (
     Places,
     binding,
@@ -1678,10 +1679,15 @@ def check(ctx: FileContext) -> Iterator[Finding]:
         )
     flow = Flow(ctx)
     flow.run()
+    fed_from_host: frozenset[ast.AST] | None = None
     for origin in sorted(flow.meetings, key=_position):
         meeting = flow.meetings[origin]
         if flow.host_side(origin) or flow.host_side(meeting.site) or _cpu_only_branch(ctx, origin):
             continue
+        if fed_from_host is None:
+            fed_from_host = host_fed(ctx)
+        if ctx.enclosing_function(origin) in fed_from_host:
+            continue  # `fliplr(img)` that every caller gives a host image: the CPU index meets host tensors only
         yield Finding(origin, message=_message(ctx, flow, meeting), fix=_fix(ctx, flow, meeting))
 
 
