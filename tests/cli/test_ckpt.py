@@ -149,6 +149,17 @@ def test_ls_table(capsys, run):
     out = capsys.readouterr().out
     for text in ("step", "complete", "best", "last", "—", "*", "keep_last=2", "keep_best=val_loss:min", "val_loss=0.2"):
         assert text in out
+    assert "ferry ckpt gc would remove it" in out  # steps 10 and 20 are kept by nothing
+
+
+def test_ls_table_explains_the_dash_only_when_one_shows(capsys, tmp_path):
+    with ferry.Checkpointer(tmp_path / "run", keep_last=3) as ckpt:
+        for step in (1, 2):
+            ckpt.save(step, {"x": step})
+    assert main(["ls", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "* newest" in out
+    assert "gc would remove" not in out
 
 
 def test_ls_shows_incomplete_checkpoints_and_stale_temporaries(capsys, run):

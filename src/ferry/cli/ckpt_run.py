@@ -61,7 +61,10 @@ def _print_listing(report: dict[str, Any]) -> None:
                 Text(", ".join(f"{k}={v:g}" for k, v in row["metrics"].items())),
             )
         console.print(table)
-        console.print(Text("* newest; kept by '—': ferry ckpt gc would remove it", style="dim"))
+        notes = ["* newest"]
+        if any(row["kept_by"] == [] for row in rows):  # explain the dash only where a row shows one
+            notes.append("kept by '—': ferry ckpt gc would remove it")
+        console.print(Text("; ".join(notes), style="dim"))
     console.print(Text(f"retention: {_policy_text(report['policy'], report['policy_recorded'])}"))
     for path in report["stale_temporaries"]:
         writer = report["writer"]
