@@ -425,7 +425,8 @@ class CallsMixin(DevicesMixin):
             where, dev = self._move_target(node, method, receiver)  # `x = x.to(device)` for a loader's batch
             return UNKNOWN if where == KEEP else Val("batch", where, dev=dev, moved_at=line(node))
         if receiver.what == "unknown" and method in ("eval", "train") and not node.args:
-            return UNKNOWN
+            # only a module has `.eval()`: `my_net = torch.load(path).eval()` is a module whose place is not known
+            return Val("module") if not top else UNKNOWN
         if receiver.what == "unknown" and method in MOVES and method != "type":
             where, dev = self._move_target(node, method, receiver)
             if where == KEEP:

@@ -189,6 +189,9 @@ def agree(vals: Iterable[Val]) -> Val:
     first = vals[0]
     if all(v == first for v in vals):
         return first
+    bare = [replace(v, origin=None, name=None) for v in vals]
+    if all(v == bare[0] for v in bare):  # `{"train": train_loader, "val": val_loader}` of one dataset class
+        return bare[0]
     if all(v.what == first.what and v.where == first.where for v in vals):
         if first.what == "module":  # layers of a list: the list holds parameters if one of them does
             known = [v.params for v in vals]
