@@ -112,7 +112,8 @@ class DevicesMixin:
             # bind to a name `device` (`device = "cpu"` under `if not torch.cuda.is_available()` in `main`), but
             # the default's device, and a default of the host or none is what the name says
             default = parameter[0]
-            where = self.device_where(default, pure=True) if default is not None else None
+            usable = default is not None and (named or not _integer(default))  # `patch_size=16` is no ordinal
+            where = self.device_where(default, pure=True) if usable and default is not None else None
             return DEVICE if where == DEVICE or named else None
         self._busy.add(name)
         try:
