@@ -897,6 +897,8 @@ class _Flow(CallsMixin):
         #: for each entry of ``call_sites``: the module's environment at that call, when the call is in the
         #: module's own code (``None`` for a call in a function)
         self.site_globals: dict[str, list[dict[str, Val] | None]] = {}
+        #: per call site: the globals the calling function declares ``global`` and has set by then (see `_contexts`)
+        self.site_declared: dict[str, list[dict[str, Val]]] = {}
         #: for each method of a plain class of the file: the parameters' values at each call on an instance built in
         #: the file (``trainer = Trainer(...)``; ``trainer.train(loader)``), ``None`` where a call passes ``*args``
         self.method_sites: dict[ast.AST, list[tuple[ast.Call, dict[str, Val]]] | None] = {}
@@ -1073,6 +1075,26 @@ class _Flow(CallsMixin):
                 found[name] = val
         return found
 
+    def _declared_globals(self) -> dict[str, Val]:
+        """The names the function being read declares ``global``, as it has set them by now (tracked kinds only)."""
+        scope = self.scope
+        if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            return {}
+        names = {
+            name
+            for node in ast.walk(scope)
+            if isinstance(node, ast.Global) and self.ctx.enclosing_function(node) is scope
+            for name in node.names
+        }
+        found: dict[str, Val] = {}
+        for name in names:
+            val = self.env.get(name)
+            if val is None:
+                continue
+            if _seedable(val) or (val.what in ("seq", "dict") and val.element is not None and _seedable(val.element)):
+                found[name] = val
+        return found
+
     def _globals_seen_by_functions(self, module_envs: list[dict[str, Val]]) -> dict[str, Val]:
         """Module-level names as the file's functions see them.
 
@@ -1225,6 +1247,7 @@ class _Flow(CallsMixin):
         if not callers <= done:
             return [({}, seeds)]
         snapshots = self.site_globals.get(func.name, [])
+        declared = self.site_declared.get(func.name, [])
         defaults = _literal_defaults(func)
         distinct: dict[tuple[object, ...], tuple[dict[str, Val], dict[str, Val]]] = {}
         for i, site in enumerate(sites):
@@ -1233,6 +1256,10 @@ class _Flow(CallsMixin):
             given.update((name, val) for name, val in defaults.items() if name not in site)
             snapshot = snapshots[i] if i < len(snapshots) else None
             seen = self._globals_seen_by_functions([snapshot]) if snapshot is not None else seeds
+            if i < len(declared) and declared[i]:
+                # `global dataloaders, use_gpu` in person re-ID's `train_main`, which sets them, then calls
+                # `train_model(...)`: the callee reads them as the caller has just set them
+                seen = {**seen, **declared[i]}
             key = (_context_key(given), _context_key(seen))
             distinct.setdefault(key, (given, seen))
             if len(distinct) > _MAX_CONTEXTS:
@@ -1693,6 +1720,7 @@ class _Flow(CallsMixin):
                 self.site_nodes.setdefault(func.name, set()).add(node)
                 module_level = self.scope is self.ctx.tree and self.returns is None
                 self.site_globals.setdefault(func.name, []).append(dict(self.env) if module_level else None)
+                self.site_declared.setdefault(func.name, []).append(self._declared_globals())
         keeps = keeping_parameters(func, self.local_functions, self.reading_method)
         escaping: set[ast.expr] = set()
         for name, arg in zip(params, node.args, strict=False):
