@@ -467,6 +467,27 @@ def moves_own_layers(ctx: FileContext, name: str, depth: int = 0) -> bool:
     return False
 
 
+def moves_itself_last(ctx: FileContext, name: str) -> bool:
+    """Whether the ``__init__`` of module class ``name`` ends its moves with ``self.to(...)`` of the whole module.
+
+    DeepCTR's ``DeepFM``: ``self.dnn_linear = nn.Linear(...).to(device)``, then ``self.to(device)`` as the last
+    statement that moves anything, unconditionally: every layer ends up on that one device.
+    """
+    cls = ctx.kinds.classes.get(name)
+    init = _methods(cls).get("__init__") if cls is not None else None
+    if init is None:
+        return False
+    me = _first_arg(init)
+    last: ast.stmt | None = None
+    for stmt in init.body:
+        if any(isinstance(n, ast.Call) and _device_move(n) for n in ast.walk(stmt)):
+            last = stmt
+    if not isinstance(last, ast.Expr) or not isinstance(last.value, ast.Call):
+        return False
+    call = last.value
+    return _device_move(call) and isinstance(call.func, ast.Attribute) and dotted(call.func.value) == me
+
+
 def _instances_may_move(ctx: FileContext, name: str) -> bool:
     """Whether something may move a model that holds an instance of the module class ``name`` as a whole.
 

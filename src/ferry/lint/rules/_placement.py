@@ -1203,9 +1203,10 @@ class _Flow(CallsMixin):
                 # `Trainer(model, dataset)`: its methods see what the scope that builds it passes
                 cls = self.ctx.kinds.classes[node.func.id]
                 caller = self.ctx.enclosing_function(node)
-                for method in cls.body:
-                    if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method is not caller:
-                        callers.setdefault(method, set()).add(caller if caller is not None else self.ctx.tree)
+                for current in self.ctx.kinds.class_chain(cls):  # and the methods it inherits (DeepCTR's `fit`)
+                    for method in current.body:
+                        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method is not caller:
+                            callers.setdefault(method, set()).add(caller if caller is not None else self.ctx.tree)
         for func in functions:  # a nested function (a closure) is read after the function it is defined in
             outer = self.ctx.enclosing_function(func)
             if outer is not None and outer is not func and outer in functions:
@@ -2599,11 +2600,23 @@ class _Flow(CallsMixin):
             if full not in HARMLESS_CONTEXTS:
                 strange = True
             if item.optional_vars is not None:
-                self.bind(item.optional_vars, UNKNOWN, None, None)
+                self.bind(item.optional_vars, self._entered(expr, full), None, None)
         self.strange_context += strange
         leaves = self._block(stmt.body)
         self.strange_context -= strange
         return leaves
+
+    def _entered(self, expr: ast.expr, full: str | None) -> Val:
+        """What ``with <expr> as t:`` binds to ``t``: unknown, but for a progress bar over an iterable.
+
+        ``with tqdm(enumerate(train_loader)) as t: for _, (x, y) in t:`` (DeepCTR's ``fit``): ``tqdm.__enter__``
+        returns the bar, whose items are the iterable's.
+        """
+        if full in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm") and isinstance(expr, ast.Call) and expr.args:
+            element = self._element(expr, self._peek(expr))
+            if element.what != "unknown":
+                return Val("seq", element=element)
+        return UNKNOWN
 
     def _try(self, stmt: ast.Try) -> bool:
         before = dict(self.env)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ferry.lint.context import FileContext, dotted
-from ferry.lint.rules._attributes import moves_own_layers
+from ferry.lint.rules._attributes import moves_itself_last, moves_own_layers
 from ferry.lint.rules._placement_devices import DevicesMixin
 from ferry.lint.rules._placement_values import (
     CHECKED_LOSSES,
@@ -372,7 +372,8 @@ class CallsMixin(DevicesMixin):
                 owner_cls is not None
                 and not method.startswith("__")
                 and receiver.params
-                and not moves_own_layers(self.ctx, owner_cls.name)  # its layers may sit on several devices
+                # its layers may sit on several devices, unless it moves itself whole at the end
+                and (not moves_own_layers(self.ctx, owner_cls.name) or moves_itself_last(self.ctx, owner_cls.name))
             ):
                 self.record_module_method_call(node, definers[0], receiver, args, kwargs)
             defined = file_method(self.ctx, method)
@@ -394,6 +395,8 @@ class CallsMixin(DevicesMixin):
                 return self._call_module(node, replace(receiver, loss=False), args, kwargs, method=True)
             if _reading_method(self.ctx, method):  # several classes define it, and none changes its module
                 return UNKNOWN
+            if defined is not None and keeps_weights(defined, self.ctx):
+                return UNKNOWN  # DeepCTR's `model.compile(optimizer, loss)`: it sets plain attributes, moves nothing
             if tracked and (method not in SAFE_MODULE_USES or _assigns_state(node)):
                 self.env[owner] = replace(receiver, where=None, fresh=False)  # type: ignore[index]
             return UNKNOWN
@@ -2611,6 +2614,48 @@ def reads_only(method: ast.FunctionDef, ctx: FileContext | None = None) -> bool:
                 return False
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
             return False
+    return True
+
+
+def keeps_weights(method: ast.FunctionDef, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether a method of a module class leaves every weight of its module where it is, though it sets attributes.
+
+    DeepCTR's ``compile(self, optimizer, loss, metrics)``: ``self.optim = self._get_optim(optimizer)`` and the like.
+    It moves nothing of ``self`` (no ``.to``/``.cuda``/``load_state_dict``/``apply``, no ``setattr``), and neither it
+    nor the methods of ``self`` it calls (two levels) builds a layer (a ``torch.nn`` class or a module class of the
+    file) or a parameter, or stores a value of ``self`` under another name.
+    """
+    if not method.args.args or depth > 2:
+        return False
+    me = method.args.args[0].arg
+    cls = ctx.enclosing_class(method)
+    own = {m.name: m for m in (cls.body if cls is not None else []) if isinstance(m, ast.FunctionDef)}
+    for node in ast.walk(method):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "setattr":
+                return False
+            if isinstance(func, ast.Attribute) and func.attr in _CHANGES_SELF:
+                root = func.value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id == me:
+                    return False
+            full = ctx.call_name(node) or ""
+            last = full.rsplit(".", 1)[-1]
+            layer = full.startswith("torch.nn.") and not full.startswith("torch.nn.functional.") and last[:1].isupper()
+            if layer and not full.startswith("torch.nn.utils."):
+                return False
+            if full in ctx.kinds.classes and ctx.kinds.class_is_module(full):
+                return False
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == me:
+                callee = own.get(func.attr)
+                if callee is not None and callee is not method and not keeps_weights(callee, ctx, depth + 1):
+                    return False
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute | ast.Name):
+            source = dotted(node.value) or ""
+            if source == me or source.startswith(me + "."):
+                return False  # `self.backbone = self.encoder`: a layer under a second name
     return True
 
 
