@@ -2229,10 +2229,46 @@ class _Flow(CallsMixin):
             return held.dev not in values
         return None
 
+    def _constant_flag(self, test: ast.expr) -> bool | None:
+        """``sparse`` (or ``not sparse``), a global that the file binds once, at module level, to ``True``/``False``.
+
+        DGI's ``sparse = True`` then ``sp_adj if sparse else adj``: only that branch ever runs. Not where the
+        function being read binds the name itself (a parameter ``sparse=False`` is another variable), nor where a
+        function declares it ``global``.
+        """
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        name = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+        if not isinstance(name, ast.Name):
+            return None
+        scope = self.scope
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            params = scope.args
+            every = [*params.posonlyargs, *params.args, *params.kwonlyargs, params.vararg, params.kwarg]
+            if any(a is not None and a.arg == name.id for a in every):
+                return None
+            if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and name.id in bound_names(scope):
+                return None
+        stores = [n for n in self.ctx.nodes(ast.Name) if n.id == name.id and isinstance(n.ctx, ast.Store | ast.Del)]
+        if len(stores) != 1 or name.id in self.global_names():
+            return None
+        assign = self.ctx.parent(stores[0])
+        if not (
+            isinstance(assign, ast.Assign)
+            and self.ctx.parent(assign) is self.ctx.tree
+            and assign.targets == [stores[0]]
+        ):
+            return None
+        value = assign.value
+        if not (isinstance(value, ast.Constant) and isinstance(value.value, bool)):
+            return None
+        return (not value.value) if negated else value.value
+
     def _if(self, stmt: ast.If) -> bool:
         decided = self._isinstance_outcome(stmt.test)
         if decided is None:
             decided = self._literal_test(stmt.test)
+        if decided is None:
+            decided = self._constant_flag(stmt.test)
         if decided is not None:  # `if isinstance(obj, torch.Tensor):` with `obj` a tuple here: only one branch runs
             self.ev(stmt.test)
             return self._block(stmt.body if decided else stmt.orelse)
@@ -3081,6 +3117,9 @@ class _Flow(CallsMixin):
 
     def _if_expression(self, node: ast.IfExp, top: bool) -> Val:
         self.ev(node.test)
+        decided = self._constant_flag(node.test)
+        if decided is not None:  # `sp_adj if sparse else adj` with `sparse = True`: that one
+            return self.ev(node.body if decided else node.orelse, top=top)
         before = self.env
         self.env = dict(before)
         body = self.ev(node.body, top=top)
