@@ -71,6 +71,7 @@ from ferry.lint.torch_api import (
     PARALLEL_WRAPPERS,
     PASS_THROUGH,
     RANDOM_SPLITS,
+    SAVES,
     TENSOR_DATASETS,
     WEIGHT_FIRST_LOSSES,
 )
@@ -1849,10 +1850,29 @@ class CallsMixin(DevicesMixin):
             names |= {alias for name in names for alias in aliases.get(name, ())}
         nodes = [n for name in names for n in [*self._escapes().get(name, []), *self._moved_names().get(name, [])]]
         inside = {id(n) for n in ast.walk(origin)} if origin is not None else set()  # the statement that built it
+        home = self.ctx.enclosing_function(origin) if origin is not None else None
         return not any(
-            self._may_run_before(node, func) and not self._runs_before(node, origin) and id(node) not in inside
+            self._may_run_before(node, func)
+            and not self._runs_before(node, origin)
+            and id(node) not in inside
+            and not self._other_variable(node, home)
             for node in nodes
         )
+
+    def _other_variable(self, node: ast.AST, home: ast.AST | None) -> bool:
+        """Whether ``node`` (a move or hand-off of a name) is in another function that binds that name itself.
+
+        DANN's ``test()`` loads its own ``my_net`` and moves it: that is not the module-level ``my_net``.
+        """
+        scope = self.ctx.enclosing_function(node)
+        if scope is None or scope is home or not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        name = dotted(node.func.value) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else None
+        name = name or (node.id if isinstance(node, ast.Name) else None)
+        if name is None or "." in name:
+            return False
+        declared = {n for g in ast.walk(scope) if isinstance(g, ast.Global | ast.Nonlocal) for n in g.names}
+        return name in bound_names(scope) and name not in declared
 
     def _item_never_moved(self, func: ast.Subscript, origin: ast.AST | None) -> bool:
         """Whether the module kept as ``holder["key"]`` (``self.models["depth"]``) is never moved.
@@ -2051,6 +2071,8 @@ class CallsMixin(DevicesMixin):
                     continue  # `isinstance(net, nn.Module)`, `print(model)`: read, not moved
                 if isinstance(parent, ast.Call) and parent.args[:1] == [node] and _wraps(self.ctx.call_name(parent)):
                     continue  # `torch.compile(model)`, `nn.DataParallel(model)`: share the module's parameters
+                if isinstance(parent, ast.Call) and parent.args[:1] == [node] and self.ctx.call_name(parent) in SAVES:
+                    continue  # `torch.save(my_net, path)`: pickled where it is, not moved
                 if isinstance(parent, ast.Assign) and parent.value is node and len(parent.targets) == 1:
                     target = parent.targets[0]
                     if isinstance(target, ast.Name):
