@@ -2310,10 +2310,15 @@ class _Flow(CallsMixin):
                     merged[key] = built
             if side is not None:  # on a GPU, the branch that runs there decides where values are
                 gpu = after_body if side else after_else
+                other = after_else if side else after_body
                 for key in list(merged):
                     picked = gpu.get(key)
                     if picked is not None and _host_or_device(after_body, after_else, key):
                         merged[key] = picked
+                    elif picked is None and key not in before and other.get(key, UNKNOWN).where == HOST:
+                        # `if not torch.cuda.is_available(): args.device = "cpu"` (open_clip's fallback): on a GPU
+                        # the name is as it was before the branch, which did not bind it here
+                        del merged[key]
             self.env = merged
         return False
 
@@ -2394,6 +2399,10 @@ class _Flow(CallsMixin):
             if any(counts_devices(v) for v in test.values):
                 return None  # `device.type == "cuda" and torch.cuda.device_count() > 1`: the `else` runs on one GPU
             sides = [self._accelerator_branch(v, depth + 1) for v in test.values]
+            if False in sides and depth == 0:
+                # `if device_type == "cuda" and not torch.cuda.is_available():` (open_clip's fallback to the CPU):
+                # true only without an accelerator, so on one the branch never runs (not under a `not`)
+                return False
             return True if True in sides and False not in sides else None
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             return _compare_side(test)

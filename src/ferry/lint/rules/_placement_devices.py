@@ -37,6 +37,7 @@ class DevicesMixin:
 
         def _peek(self, node: ast.expr) -> Val: ...
         def _instance_device(self, node: ast.Attribute) -> Val | None: ...
+        def _accelerator_branch(self, test: ast.expr, depth: int = 0) -> bool | None: ...
 
     def device_where(self, node: ast.expr, pure: bool = False) -> str | None:
         """Whether the device expression ``node`` is the host, the chosen device, or not known (``None``).
@@ -71,6 +72,26 @@ class DevicesMixin:
         if isinstance(node, ast.Name | ast.Attribute):
             return self._device_name(node, pure)
         return None
+
+    def _cpu_fallback(self, value: ast.AST) -> bool:
+        """Whether ``value`` is assigned in a branch that runs only without an accelerator.
+
+        ``if device_type == "cuda" and not torch.cuda.is_available(): args.device = "cpu"``: on a GPU that
+        assignment never runs, so it says nothing of where ``args.device`` is there.
+        """
+        child: ast.AST = value
+        for above in self.ctx.ancestors(value):
+            if isinstance(above, ast.If):
+                in_body = any(child is s for s in above.body)
+                in_else = any(child is s for s in above.orelse)
+                if in_body or in_else:
+                    side = self._accelerator_branch(above.test)
+                    if (in_body and side is False) or (in_else and side is True):
+                        return True
+            if isinstance(above, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                return False
+            child = above
+        return False
 
     def may_be_device(self, value: ast.expr) -> bool:
         """Whether ``value`` is worth asking :meth:`device_where` about when it is bound to a name."""
@@ -117,7 +138,7 @@ class DevicesMixin:
             return DEVICE if where == DEVICE or named else None
         self._busy.add(name)
         try:
-            values = self.ctx.kinds.assigned_values(name)[:8]
+            values = [v for v in self.ctx.kinds.assigned_values(name)[:8] if not self._cpu_fallback(v)]
             # an integer is a CUDA ordinal where it is used as a device (`.to(0)`), but a name bound to one is a
             # device only when its name says so (`gpu_id = 0`, not `K_epochs = 10`)
             found = [
