@@ -876,6 +876,9 @@ class _Flow(CallsMixin):
         self._module_bound: set[str] | None = None
         self.later_pass = 0  # reading a loop's body as its second pass sees it (see `_second_pass`)
         self.cpu_only = 0  # how many of the branches being read run only without an accelerator (see `_if`)
+        self.host_branch = 0  # of those, the branches of an accelerator test itself (`else:` of `if cuda:`)
+        #: the `return` values read inside such branches: on a GPU they are never returned (see `returns_of`)
+        self.host_returns: list[Val] = []
         self._loops: list[ast.stmt] = []
         #: what each construction of a plain class of the file passes (``Trainer(model, dataset)`` in ``main``), one
         #: entry per reading of the scope that makes it: for the instance's attributes (see :meth:`_constructed_with`)
@@ -1633,7 +1636,9 @@ class _Flow(CallsMixin):
         found: list[Val] = []
         reader.returns = found
         reader._scope(func, func.body, env, frozenset())
-        return found
+        # SR-GNN's `trans_to_cpu`: `if torch.cuda.is_available(): return variable.cpu()` / `else: return variable`;
+        # on a GPU only the first runs (the others count where nothing else returns)
+        return found or reader.host_returns
 
     def dataset(self, cls: ast.ClassDef) -> Val:
         """An instance of the map-style dataset class ``cls``, as a ``DataLoader`` without a ``collate_fn`` sees it.
@@ -2066,7 +2071,7 @@ class _Flow(CallsMixin):
                 if isinstance(child, ast.expr):
                     val = self.ev(child)
             if isinstance(stmt, ast.Return) and self.returns is not None and not self.silent and not self.yielding:
-                self.returns.append(val)
+                (self.host_returns if self.host_branch else self.returns).append(val)
             return True
         elif isinstance(stmt, ast.Break | ast.Continue):
             return True
@@ -2280,12 +2285,16 @@ class _Flow(CallsMixin):
         # a device value there: nothing in it is reported
         undecided = self._undecided_dispatch(stmt.test)
         self.cpu_only += (side is False) + undecided
+        self.host_branch += side is False
         body_leaves = self._block(stmt.body)
+        self.host_branch -= side is False
         self.cpu_only -= (side is False) + undecided
         after_body = self.env
         self.env = dict(before)
         self.cpu_only += side is True
+        self.host_branch += side is True
         else_leaves = self._block(stmt.orelse)
+        self.host_branch -= side is True
         self.cpu_only -= side is True
         after_else = self.env
         if body_leaves and else_leaves:
