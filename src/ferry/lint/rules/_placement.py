@@ -1329,11 +1329,14 @@ class _Flow(CallsMixin):
             # every binding of the name, anywhere in the file, builds the same class (`VecPyTorch(...)`, or a
             # function of the file that returns one: `envs = make_vec_envs(...)`); else its annotation
             return self._annotated_method(func)
-        cls = self.ctx.kinds.classes.get(classes.pop())
+        return self._plain_method_of(self.ctx.kinds.classes.get(classes.pop()), func.attr)
+
+    def _plain_method_of(self, cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
+        """The undecorated method ``name`` of plain class ``cls``: its own, or the nearest base class's of the file."""
         if cls is None or not self._plain_class(cls):
             return None
-        for current in self.ctx.kinds.class_chain(cls):  # its own, or the nearest base class's of the file
-            method = next((m for m in current.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
+        for current in self.ctx.kinds.class_chain(cls):
+            method = next((m for m in current.body if isinstance(m, ast.FunctionDef) and m.name == name), None)
             if method is not None:
                 return method if not method.decorator_list else None
         return None
@@ -1356,14 +1359,7 @@ class _Flow(CallsMixin):
         kind = kinds.pop() if len(kinds) == 1 else None
         if kind is None or kind.name != "instance" or kind.cls is None:
             return None
-        cls = self.ctx.kinds.classes.get(kind.cls)
-        if cls is None or not self._plain_class(cls):
-            return None
-        for current in self.ctx.kinds.class_chain(cls):
-            method = next((m for m in current.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
-            if method is not None:
-                return method if not method.decorator_list else None
-        return None
+        return self._plain_method_of(self.ctx.kinds.classes.get(kind.cls), func.attr)
 
     def _annotated_method(self, func: ast.Attribute) -> ast.FunctionDef | None:
         """``dataset.loaders(...)`` on a parameter annotated with a plain class of the file (``dataset: Base``).

@@ -2628,15 +2628,22 @@ def reads_only(method: ast.FunctionDef, ctx: FileContext | None = None) -> bool:
                         if part is target and _setter_of(ctx, method, part.attr) and not isinstance(value, ast.Call):
                             continue  # `self.r = state_dict["r"]`: the class's property setter, no layer replaced
                         return False
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CHANGES_SELF:
-            root = node.func.value
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if isinstance(root, ast.Name) and root.id == me:
-                return False
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+        if isinstance(node, ast.Call) and _changes_self(node, me):
             return False
     return True
+
+
+def _changes_self(call: ast.Call, me: str) -> bool:
+    """Whether ``call`` moves or changes the module ``me`` names (``self.to(...)``, ``self.fc.cuda()``, ``setattr``)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id == "setattr"
+    if not isinstance(func, ast.Attribute) or func.attr not in _CHANGES_SELF:
+        return False
+    root = func.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id == me
 
 
 def keeps_weights(method: ast.FunctionDef, ctx: FileContext, depth: int = 0) -> bool:
@@ -2655,14 +2662,8 @@ def keeps_weights(method: ast.FunctionDef, ctx: FileContext, depth: int = 0) -> 
     for node in ast.walk(method):
         if isinstance(node, ast.Call):
             func = node.func
-            if isinstance(func, ast.Name) and func.id == "setattr":
+            if _changes_self(node, me):
                 return False
-            if isinstance(func, ast.Attribute) and func.attr in _CHANGES_SELF:
-                root = func.value
-                while isinstance(root, ast.Attribute):
-                    root = root.value
-                if isinstance(root, ast.Name) and root.id == me:
-                    return False
             full = ctx.call_name(node) or ""
             last = full.rsplit(".", 1)[-1]
             layer = full.startswith("torch.nn.") and not full.startswith("torch.nn.functional.") and last[:1].isupper()
