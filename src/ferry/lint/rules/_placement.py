@@ -74,6 +74,7 @@ from ferry.lint.rules._placement_values import (
     NONE,
     NUMBER,
     OTHER,
+    SAFE_MODULE_USES,
     SAME_DEVICE_ATTRIBUTES,
     STRING,
     TENSORISH,
@@ -674,6 +675,12 @@ def _torch_reads(full: str) -> bool:
         return False
     last = full.rsplit(".", 1)[-1]
     return not (full.startswith("torch.nn.") and last[:1].isupper())
+
+
+def _no_init() -> ast.FunctionDef:
+    """An empty ``def __init__(self): pass``: what a plain class without one of its own runs."""
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg="self")], kwonlyargs=[], kw_defaults=[], defaults=[])
+    return ast.FunctionDef(name="__init__", args=args, body=[], decorator_list=[])
 
 
 def _instance_uses(
@@ -1777,6 +1784,8 @@ class _Flow(CallsMixin):
         if not modules:
             self._instances[cls] = (seen, {})
         init = self._inherited_init(cls)
+        if init is None and not modules and self._plain_class(cls):
+            init = _no_init()  # `object.__init__`: its methods still set attributes up (`setup_train`)
         if init is None or (not modules and not self._plain_class(cls)) or self.depth >= 2:
             return {}
         reader = self._reader()
@@ -1792,13 +1801,21 @@ class _Flow(CallsMixin):
             self.reading_method,
             set(init_helpers(self.ctx, cls, init).values()),
         )
-        moved_locals = any(  # `self.model = model; model.to(device)`: a local moved after it was kept
-            isinstance(n, ast.Call)
+        moved_locals = {  # `self.model = model; model.to(device)`: a local moved after it was kept
+            n.func.value.id
+            for n in ast.walk(init)
+            if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
             and _changing(n)
             and isinstance(n.func.value, ast.Name)
+        }
+        kept_from = {  # `self.encoder = encoder`: the local each attribute keeps
+            t.attr: n.value.id
             for n in ast.walk(init)
-        )
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name)
+            for t in n.targets
+            if isinstance(t, ast.Attribute) and dotted(t.value) == "self"
+        }
         found: dict[str, Val] = {}
         for attr, val in self._set_up_by_one_method(cls, init, reader, handled).items():
             found[f"self.{attr}"] = val
@@ -1806,8 +1823,8 @@ class _Flow(CallsMixin):
             head, _, attr = name.partition(".")
             if head != "self" or "." in attr or attr in rebound:
                 continue
-            if val.what == "module" and val.fresh and moved_locals:
-                continue
+            if val.what == "module" and val.fresh and moved_locals and kept_from.get(attr) in (None, *moved_locals):
+                continue  # kept from a local that is moved, or from something else while some local is moved
             # `self.images.append(torch.from_numpy(img))` in a dataset's `__init__`: a list of host tensors
             listed = val.what == "seq" and val.element is not None and val.element.what in TENSORISH
             # `self.models["encoder"] = ResnetEncoder(...)`: a dict of modules under literal keys
@@ -3045,9 +3062,32 @@ class _Flow(CallsMixin):
             if target.attr == attr and isinstance(target.ctx, ast.Store | ast.Del) and dotted(target.value) != "self":
                 return None  # `ema_model.ema = other`: what it holds depends on the order things run
         held = self.instance_attributes(cls).get(f"self.{attr}")
-        if held is None or held.where != DEVICE or held.what not in ("module", *TENSORISH):
+        if held is None or held.what not in ("module", *TENSORISH):
             return None
-        return replace(held, origin=None, name=None)
+        if held.where == HOST and not (held.what == "module" and self._only_run_outside(cls, attr)):
+            return None
+        if held.where not in (HOST, DEVICE):
+            return None
+        return replace(held, origin=held.origin if held.where == HOST else None, name=None)
+
+    def _only_run_outside(self, cls: ast.ClassDef, attr: str) -> bool:
+        """Whether code outside ``cls`` only runs or reads its module ``<x>.attr``, never moves or hands it on.
+
+        The pointer summariser's ``Model``: ``self.encoder = encoder`` in ``__init__``, then ``self.model.encoder(
+        enc_batch, enc_lens)`` and ``self.model.encoder.parameters()`` in the trainer. A call of its own, or one of
+        the methods that leave a module where it is (``parameters``, ``state_dict``, ``eval``), only.
+        """
+        inside = set(ast.walk(cls))
+        for node in self.ctx.nodes(ast.Attribute):
+            if node.attr != attr or node in inside:
+                continue
+            above = self.ctx.parent(node)
+            if isinstance(above, ast.Call) and above.func is node:
+                continue  # `self.model.encoder(enc_batch, enc_lens)`
+            if isinstance(above, ast.Attribute) and above.attr in SAFE_MODULE_USES - MOVES:
+                continue  # `self.model.encoder.parameters()`
+            return False
+        return True
 
     def _instance_device(self, node: ast.Attribute) -> Val | None:
         """``runner.root_device`` of an instance of a plain class of the file: the device its ``__init__`` keeps.

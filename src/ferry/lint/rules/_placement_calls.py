@@ -142,6 +142,7 @@ class CallsMixin(DevicesMixin):
             self, node: ast.Call, method: ast.FunctionDef, receiver: Val, args: list[Val], kwargs: dict[str | None, Val]
         ) -> None: ...
         def plain_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
+        def _instance_value(self, node: ast.Attribute) -> Val | None: ...
         def static_method(self, func: ast.Attribute) -> ast.FunctionDef | None: ...
         def _plain_class(self, cls: ast.ClassDef, depth: int = 0) -> bool: ...
         def _accelerator_branch(self, test: ast.expr, depth: int = 0) -> bool | None: ...
@@ -320,6 +321,9 @@ class CallsMixin(DevicesMixin):
             if isinstance(func.value, ast.Name) and func.value.id == "self" and top:
                 self._rebuilt(plain)
             return returned
+        if receiver.what == "unknown" and (kept := self._instance_value(func)) is not None and kept.what == "module":
+            # `self.model.encoder(enc_batch)`: a module that the `__init__` of a plain class moved and keeps
+            return self._call_module(node, kept, args, kwargs)
         owner = dotted(func.value)
         inner = func.value
         while owner is None and isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
@@ -1834,6 +1838,9 @@ class CallsMixin(DevicesMixin):
         ``origin``: the statement that built the module. In the module's own code, moves and hand-offs that can
         only run before it (higher up, outside any loop around it) concern an older value of the name.
         """
+        if isinstance(func, ast.Attribute) and dotted(func.value) != "self":
+            kept = self._instance_value(func)  # `self.model.encoder`: checked by `_kept_on_device`
+            return kept is not None and kept.what == "module" and kept.where == HOST
         if isinstance(func, ast.Attribute) and dotted(func.value) == "self":
             cls = self.ctx.enclosing_class(func)
             instance = self.instance_attributes(cls) if cls is not None else {}
