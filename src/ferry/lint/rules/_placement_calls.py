@@ -704,7 +704,8 @@ class CallsMixin(DevicesMixin):
             return Val("seq", element=replace(args[0], origin=None, name=None))  # `train, val = random_split(...)`
         if full in self.ctx.kinds.classes and self.ctx.kinds.class_is_module(full):
             params, aware = self._class_info(full)
-            if not params and _combining_loss(self.ctx.kinds.classes[full]):
+            built = self.ctx.kinds.classes[full]
+            if not params and (_combining_loss(built) or _forwarding_loss(self.ctx, built)):
                 return Val("module", params=False, loss=True)  # `ContrastiveLoss(margin)`: its inputs meet
             parts = [a for a in [*args, *kwargs.values()] if a.what == "module" and a.params]
             if params is None and parts:
@@ -2399,6 +2400,43 @@ def _combining_loss(cls: ast.ClassDef) -> bool:
                 for o in operands
             ):
                 return True
+    return False
+
+
+def _forwarding_loss(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """A module of the file whose ``forward(input, target, ...)`` hands both to a loss that checks their devices.
+
+    arcface-pytorch's ``FocalLoss``: ``self.ce = nn.CrossEntropyLoss()`` in ``__init__``, then ``logp =
+    self.ce(input, target)`` in ``forward``; or ``F.cross_entropy(input, target)`` there. Its inputs meet as they
+    do in that loss: a host target with outputs on the device fails. Losses that keep their targets on the host
+    (``CTCLoss``) are not such a loss.
+    """
+    forward = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "forward"), None)
+    params = [a.arg for a in forward.args.args[1:]] if forward is not None else []
+    if forward is None or len(params) < 2:
+        return False
+    losses: set[str] = set()  # `self.ce = nn.CrossEntropyLoss()` in the class
+    for node in ast.walk(cls):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and dotted(node.targets[0].value) == "self"
+            and isinstance(node.value, ast.Call)
+        ):
+            full = ctx.qualname(node.value.func) or ""
+            last = full.rsplit(".", 1)[-1]
+            if full.startswith("torch.nn.") and last.endswith("Loss") and last not in HOST_TARGET_LOSSES:
+                losses.add(node.targets[0].attr)
+    for node in ast.walk(forward):
+        if not isinstance(node, ast.Call) or len(node.args) < 2 or [dotted(a) for a in node.args[:2]] != params[:2]:
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute) and dotted(func.value) == "self" and func.attr in losses:
+            return True
+        full = ctx.qualname(func) or ""
+        if full.startswith("torch.nn.functional.") and full.rsplit(".", 1)[-1] in CHECKED_LOSSES:
+            return True
     return False
 
 
