@@ -1711,6 +1711,9 @@ class CallsMixin(DevicesMixin):
                 )
             return Val("output", DEVICE, dev=module.dev)
         if module.where != HOST:
+            if module.params is False and first.what in TENSORISH and first.where is not None:
+                # `nn.LogSoftmax().cuda() if cuda else nn.LogSoftmax()`: no weights, its output is where its input is
+                return Val("output", first.where, dev=first.dev)
             if module.where is None and module.params is not False and _on_device_tensor(first):
                 # where the module is, is not known, but its input is on the device: its weights must be there too
                 # (or this call fails), so its output is (`embed = model.forward(frames).detach().numpy()`)
