@@ -352,6 +352,18 @@ class CallsMixin(DevicesMixin):
             # `_model.forward(frames)`: only a module has `forward`; with its input on the device, so is its output
             self._escape(node)
             return Val("output", DEVICE, dev=args[0].dev)
+        if (
+            (receiver.what == "unknown" or (receiver.what == "any" and receiver.inplace))
+            and args
+            and (defined := file_method(self.ctx, method)) is not None
+            and reads_only(defined, self.ctx)
+            and feeds_submodule(self.ctx, defined)
+        ):  # `waveglow.infer(mel)` of a loaded model: only WaveGlow has `infer`, which runs its layers on `mel`
+            if receiver.what == "any" and receiver.where == DEVICE:  # `waveglow.cuda()` as a statement moved it
+                return self._call_module(node, replace(receiver, what="module", inplace=False), args, kwargs, True)
+            if _on_device_tensor(args[0]):
+                self._escape(node)
+                return Val("output", DEVICE, dev=args[0].dev)
         if receiver.what == "module" or (receiver.what == "any" and method in MOVES | SAME_MODULE):
             if method in MOVES:
                 moved = self._moved_module(node, receiver)

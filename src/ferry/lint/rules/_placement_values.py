@@ -290,13 +290,12 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
     for one, other in ((a, b), (b, a)):
         if (
             one.what == "any"
-            and one.inplace
             and one.where == DEVICE
             and other.what == "unknown"
             and available is not None
             and available()
-        ):  # `if use_cuda: net.cuda()` of a model loaded or looked up: moved in place on the GPU run
-            return one
+        ):  # `if use_cuda: net.cuda()` of a model loaded or looked up: moved in place on the GPU run; `mel.cuda()
+            return one  # if torch.cuda.is_available() else mel` of a loaded tensor: the moved one on the GPU run
     if a.what != b.what and not {a.what, b.what} <= {"tensor", "output", "any"} | ({"module"} & {a.what, b.what}):
         return UNKNOWN
     if {a.what, b.what} == {"any", "module"}:  # `if args.gpu is not None: model = model.cuda(args.gpu)` of a model

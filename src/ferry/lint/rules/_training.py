@@ -150,9 +150,17 @@ def _is_grad_mode(ctx: FileContext, expr: ast.AST) -> bool:
 
 
 def move_chain_root(expr: ast.AST) -> ast.AST:
-    """``model`` for ``model.to(device).eval()``: the receiver under a chain of moves, casts and mode switches."""
+    """``model`` for ``model.to(device).eval()``: the receiver under a chain of moves, casts and mode switches.
+
+    Also through a conditional expression whose branches have the same receiver: ``(waveglow.cuda() if
+    torch.cuda.is_available() else waveglow).eval()`` switches ``waveglow`` either way.
+    """
     while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in MODULE_SELF_METHODS:
         expr = expr.func.value
+    if isinstance(expr, ast.IfExp):
+        body, orelse = move_chain_root(expr.body), move_chain_root(expr.orelse)
+        if ast.dump(body) == ast.dump(orelse):
+            return body
     return expr
 
 
