@@ -864,6 +864,29 @@ def _evaluates(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return bool(set(re.split(r"[^a-z]+", func.name.lower())) & EVALUATION_WORDS)
 
 
+def _only_called_to_evaluate(facts: _Facts, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether every call of ``func`` is in a function whose name says it evaluates, and that does not train.
+
+    arcface-pytorch's ``get_featurs(model, test_list)``: only ``lfw_test`` calls it, so its model calls are that
+    test's predictions. Called by name, at least once, and never handed on as a value. SR-GNN's ``train_test``,
+    which trains and then tests, is not such a caller.
+    """
+    ctx = facts.ctx
+    uses = [n for n in ctx.nodes(ast.Name) if n.id == func.name and isinstance(n.ctx, ast.Load)]
+    if not uses:
+        return False
+    for use in uses:
+        above = ctx.parent(use)
+        if not (isinstance(above, ast.Call) and above.func is use):
+            return False
+        caller = ctx.enclosing_function(use)
+        if not isinstance(caller, ast.FunctionDef | ast.AsyncFunctionDef) or not _evaluates(caller):
+            return False
+        if facts.trains(caller, with_losses=False):
+            return False
+    return True
+
+
 def _predictions(facts: _Facts, func: ast.FunctionDef | ast.AsyncFunctionDef, model: str) -> list[ast.Call]:
     """The calls of ``model`` in ``func`` that predict: under ``no_grad``, or anywhere in a function named so.
 
@@ -873,7 +896,7 @@ def _predictions(facts: _Facts, func: ast.FunctionDef | ast.AsyncFunctionDef, mo
     """
     ctx = facts.ctx
     calls = facts.calls(func)
-    named = _evaluates(func)
+    named = _evaluates(func) or _only_called_to_evaluate(facts, func)
     found = [c for c in calls if _is_model_call(c, model, ctx) and (named or _without_grad(ctx, c))]
     switches = [c for c in calls if _switches_mode(c, model)]
     if switches and (not found or any(_may_run_before(ctx, c, found[0]) for c in switches)):
