@@ -489,6 +489,12 @@ def _unbound_parameter(scope: ast.AST, name: str) -> bool:
     )
 
 
+def _calls_by_name(func: ast.AST, callee: ast.AST) -> bool:
+    """Whether ``func`` calls the function ``callee`` by its name (``parse(argv)``)."""
+    name = getattr(callee, "name", None)
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == name for n in ast.walk(func))
+
+
 def _free_reads(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """Names ``func`` reads and does not bind itself (globals, or names of an enclosing function)."""
     reads = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
@@ -879,6 +885,8 @@ class _Flow(CallsMixin):
         self._handled: set[str] | None = None
         self._instances: dict[ast.ClassDef, tuple[int, dict[str, Val]]] = {}
         self._host_attributes: dict[tuple[ast.ClassDef, str], Val | None] = {}
+        #: globals that several setup functions bind, with those functions (see :meth:`_writer_for`)
+        self.shared_setups: dict[str, list[ast.AST]] = {}
         self._module_attributes: dict[ast.ClassDef, dict[str, Val]] = {}
         self._module_bound: set[str] | None = None
         self.later_pass = 0  # reading a loop's body as its second pass sees it (see `_second_pass`)
@@ -970,6 +978,7 @@ class _Flow(CallsMixin):
         self.seeds = seeds
         setups = self._setup_functions(declared, self.env)
         set_up: dict[str, Val] = {}  # the globals as their setup function leaves them
+        written: dict[tuple[ast.AST, str], Val] = {}  # as each of several setup functions of a name leaves it
         done: set[ast.AST] = {tree}
         for func in self._callers_first(functions, setups):
             args = func.args
@@ -982,9 +991,14 @@ class _Flow(CallsMixin):
                 params.update((k, v) for k, v in passed.items() if "." in k)  # a method's `self.<attr>` at its call
                 params.update((k, v) for k, v in passed.items() if k.endswith(_LITERAL))
                 closure = self._closure(func, declared.get(func, set()))
-                if seen or closure or set_up:
+                chosen = {
+                    name: written[(writer, name)]
+                    for name in self.shared_setups.keys() & _free_reads(func)
+                    if (writer := self._writer_for(func, name)) is not None and (writer, name) in written
+                }
+                if seen or closure or set_up or chosen:
                     local = bound_names(func) | declared.get(func, set())
-                    for name, val in [*seen.items(), *set_up.items(), *closure.items()]:
+                    for name, val in [*seen.items(), *set_up.items(), *chosen.items(), *closure.items()]:
                         if name not in local and name not in params:
                             params[name] = val
                 cls = self.ctx.enclosing_class(func)
@@ -998,9 +1012,14 @@ class _Flow(CallsMixin):
                 self._scope(func, func.body, params, frozenset(declared.get(func, set()) - setups.get(func, set())))
                 for name in setups.get(func, ()):
                     val = self.env.get(name, UNKNOWN)  # not bound on this reading: not known
+                    if name in self.shared_setups:
+                        key = (func, name)
+                        written[key] = val if key not in written else join(written[key], val, None)
+                        continue
                     set_up[name] = val if name not in set_up else join(set_up[name], val, None)
             done.add(func)
             set_up = {k: v for k, v in set_up.items() if _seedable(v)}
+            written = {k: v for k, v in written.items() if _seedable(v)}
         self._mixed_containers()
         return sorted(self.found.values(), key=lambda r: (line(r.node), getattr(r.node, "col_offset", 0)))
 
@@ -1168,12 +1187,47 @@ class _Flow(CallsMixin):
                 for name in names & bound_names(func):
                     writers.setdefault(name, []).append(func)
         setups: dict[ast.AST, set[str]] = {}
+        self.shared_setups = {}
         for name, funcs in writers.items():
             held = module_env.get(name)
-            called = len(funcs) == 1 and bool(self._calls_of(getattr(funcs[0], "name", "")))
+            called = all(self._calls_of(getattr(f, "name", "")) for f in funcs)
             if called and (held is None or not _seedable(held)):
-                setups.setdefault(funcs[0], set()).add(name)
+                for func in funcs:
+                    setups.setdefault(func, set()).add(name)
+                if len(funcs) > 1:  # PSMNet's `make_model_and_optimizer` and `submission_main`: see `_writer_for`
+                    self.shared_setups[name] = funcs
         return setups
+
+    def _writer_for(self, func: ast.AST, name: str) -> ast.AST | None:
+        """Which of the functions that set up the global ``name`` (see :meth:`_setup_functions`) ``func`` sees.
+
+        PSMNet's ``main`` calls ``make_model_and_optimizer()`` (``global model``), then ``train(...)`` reads
+        ``model``; ``submission_main`` binds its own ``global model`` and calls ``submission_test``. For every call of
+        ``func`` by name: the writer that makes the call, or the last writer its caller calls above the call. One
+        writer for every call, else ``None``.
+        """
+        writers = self.shared_setups.get(name, [])
+        sites = [n for n in self._calls_of(getattr(func, "name", "")) if isinstance(n.func, ast.Name)]
+        chosen: set[ast.AST] = set()
+        for site in sites:
+            caller = self.ctx.enclosing_function(site)
+            if caller in writers:
+                chosen.add(caller)
+                continue
+            above = [
+                n
+                for n in ast.walk(caller if caller is not None else self.ctx.tree)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and self.local_functions.get(n.func.id) in writers
+                and (n.lineno, n.col_offset) < (site.lineno, site.col_offset)
+                and self.ctx.enclosing_function(n) is caller
+            ]
+            if not above:
+                return None
+            last = max(above, key=lambda n: (n.lineno, n.col_offset))
+            chosen.add(self.local_functions[last.func.id])  # type: ignore[attr-defined]
+        return next(iter(chosen)) if len(chosen) == 1 else None
 
     def _callers_first(
         self,
@@ -1189,7 +1243,9 @@ class _Flow(CallsMixin):
         callers: dict[ast.AST, set[ast.AST]] = {}
         for setup, names in (setups or {}).items():
             for func in functions:
-                if func is not setup and names & _free_reads(func):
+                if func is not setup and names & _free_reads(func) and not _calls_by_name(func, setup):
+                    # a function that runs the setup itself (`args = parse(argv)` style, PSMNet's `sceneflow_main`
+                    # calling `parse(...)`) is its caller, read before it
                     callers.setdefault(func, set()).add(setup)
         for node in self.ctx.nodes(ast.Call):
             if isinstance(node.func, ast.Name) and node.func.id in self.local_functions:
@@ -1674,7 +1730,10 @@ class _Flow(CallsMixin):
         if len(shapes) == 1:
             shape = shapes.pop()
             if shape.what == "tuple" and any(item.where is not None for item in shape.items):
-                self._datasets[cls] = Val("dataset", items=shape.items)
+                items = shape.items
+                if not _names_devices(cls):  # PSMNet's `dataL` (a NumPy array): made on the host like the others
+                    items = tuple(Val("batch", HOST, item=True) if i.where is None else i for i in items)
+                self._datasets[cls] = Val("dataset", items=items)
             elif shape.what == "tensor" and shape.where is not None:  # each batch one tensor, stacked
                 self._datasets[cls] = Val("dataset", shape.where, item=True)
             elif shape.what == "dict" and shape.element is not None:

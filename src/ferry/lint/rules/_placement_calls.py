@@ -1811,7 +1811,11 @@ class CallsMixin(DevicesMixin):
             pairs = [(item, star) for item in packed.items]  # `loss_fn(*loss_inputs)` of known items
         pairs += [(kwargs[k.arg], k.value) for k in node.keywords if k.arg in LOSS_INPUTS]
         on_device = [(v, n) for v, n in pairs if v.where == DEVICE and (v.what in TENSORISH or v.what == "any")]
-        on_host = [(v, n) for v, n in pairs if v.what in TENSORISH and v.where == HOST and not v.scalar]
+        on_host = [
+            (v, n)
+            for v, n in pairs
+            if (v.what in TENSORISH or (v.what == "batch" and v.item)) and v.where == HOST and not v.scalar
+        ]  # an item of a collated batch is a tensor (`disp_L` of `imgL, imgR, disp_L`)
         result = Val("tensor", DEVICE if on_device else None, scalar=True)
         if not on_device:
             return result

@@ -338,6 +338,7 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         inplace=a.inplace or b.inplace,
         wrapper=a.wrapper or b.wrapper,
         part=a.part if a.part == b.part else None,
+        item=a.item and b.item,  # an item of a collated tuple on both paths is still a tensor
         items=a.items if a.items == b.items else (),
         element=a.element if a.element == b.element else None,
     )
