@@ -55,6 +55,19 @@ def test_map_location_fix_adds_the_device_in_scope(source: str, expected: str) -
     assert [] == lint_source(expected, rules=FRY003)
 
 
+def test_no_device_fix_from_a_value_that_only_depends_on_availability() -> None:
+    # pytorch-cifar100's runner: `gpu_flag = ["-gpu"] if torch.cuda.is_available() else []` is a list of
+    # command-line flags, not a device; `map_location=gpu_flag` would be wrong
+    source = 'import torch\ngpu_flag = ["-gpu"] if torch.cuda.is_available() else []\nsd = torch.load("w.pt")\n'
+    [diagnostic] = lint_source(source, rules=FRY003)
+    assert diagnostic.fix is None
+    assert "gpu_flag" not in diagnostic.message
+    chosen = 'import torch\ndev = torch.device("cuda") if torch.cuda.is_available() else "cpu"\n'
+    chosen += 'sd = torch.load("w.pt")\n'
+    [diagnostic] = lint_source(chosen, rules=FRY003)
+    assert "map_location=dev" in diagnostic.message
+
+
 def test_no_fix_where_the_argument_has_its_own_parentheses() -> None:
     source = "import torch\n\ndef f(path, device):\n    return torch.load((path))\n"
     [diagnostic] = lint_source(source, rules=FRY003)

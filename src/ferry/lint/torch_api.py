@@ -21,6 +21,10 @@ ACCELERATORS = DEVICE_TYPES - {"cpu", "meta"}
 #: lowercased names.
 DEVICE_WORDS = frozenset({"cuda", "gpu", "device", "cpu", "mps", "accelerator", "xpu", "npu"})
 
+#: Flags whose name says the run uses the GPU (``use_cuda``, ``args.cuda``, ``self.use_gpu``): ``if`` them, the branch
+#: runs on a GPU; their ``else`` runs only without one.
+GPU_FLAGS = frozenset({"cuda", "use_cuda", "use_gpu", "with_cuda", "enable_cuda", "on_gpu"})
+
 #: Calls that give the device to use (``torch.cuda.current_device()`` gives a CUDA index).
 DEVICE_CALLS = frozenset({"torch.device", "torch.cuda.current_device", "torch.accelerator.current_accelerator"})
 

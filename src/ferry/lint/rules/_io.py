@@ -16,7 +16,7 @@ from pathlib import PurePath
 
 from ferry.lint.context import FileContext, device_given_test, dotted
 from ferry.lint.kinds import DEVICE
-from ferry.lint.torch_api import CUDA_ONLY_CALLS, DEVICE_WORDS
+from ferry.lint.torch_api import CUDA_ONLY_CALLS, DEVICE_CALLS, DEVICE_TYPES, DEVICE_WORDS
 
 CUDA_SPEC = re.compile(r"cuda(:\d+)?")
 
@@ -404,6 +404,16 @@ def _global_for_functions(ctx: FileContext, name: str) -> bool:
     return False
 
 
+def _names_a_device(ctx: FileContext, node: ast.expr) -> bool:
+    """``"cuda"``, ``"cpu"``, ``"cuda:0"``, ``torch.device(...)``, or a name or attribute known to hold a device."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and node.value.split(":")[0] in DEVICE_TYPES
+    if isinstance(node, ast.Call):
+        return ctx.call_name(node) in DEVICE_CALLS
+    kind = ctx.kind(node)
+    return kind is not None and kind.name == "device"
+
+
 def _chosen_device(ctx: FileContext, name: str, at: ast.AST) -> bool:
     """Whether every value bound to ``name`` is a device choice (``pick_device()``, ``"cuda" if ... else "cpu"``)."""
     values = ctx.kinds.assigned_values(name)
@@ -412,7 +422,12 @@ def _chosen_device(ctx: FileContext, name: str, at: ast.AST) -> bool:
     for value in values:
         if isinstance(value, ast.Call) and (ctx.call_name(value) or "").rsplit(".", 1)[-1] == "pick_device":
             continue
-        if isinstance(value, ast.IfExp) and ctx.mentions_availability(value.test):
+        if (
+            isinstance(value, ast.IfExp)
+            and ctx.mentions_availability(value.test)
+            and _names_a_device(ctx, value.body)
+            and _names_a_device(ctx, value.orelse)
+        ):  # not `gpu_flag = ["-gpu"] if torch.cuda.is_available() else []` (pytorch-cifar100's command line)
             continue
         return False
     return all(getattr(v, "lineno", 0) <= getattr(at, "lineno", 0) for v in values)

@@ -100,6 +100,7 @@ from ferry.lint.torch_api import (
     ACCELERATORS,
     AVAILABILITY_CHECKS,
     COMPILERS,
+    GPU_FLAGS,
     HOST_TARGET_LOSSES,
     MOVES,
     NOT_TENSOR_ATTRIBUTES,
@@ -344,8 +345,7 @@ def _module_level_nodes(tree: ast.Module) -> list[ast.AST]:
     return found
 
 
-#: Flags (command-line options, never assigned in the file) whose name says the run uses the GPU, or the CPU.
-_GPU_FLAGS = frozenset({"cuda", "use_cuda", "use_gpu", "with_cuda", "enable_cuda", "on_gpu"})
+#: Flags (command-line options, never assigned in the file) whose name says the run uses the CPU.
 _CPU_FLAGS = frozenset({"no_cuda", "use_cpu", "force_cpu", "no_gpu", "cpu", "disable_cuda"})
 
 
@@ -2494,7 +2494,7 @@ class _Flow(CallsMixin):
                 return self._accelerator_branch(values[0], depth + 1)
             if not values:  # a flag of the command line (`--cuda`, `--no_cuda`), never assigned in the file
                 last = (test.id if isinstance(test, ast.Name) else test.attr).lower()
-                if last in _GPU_FLAGS:
+                if last in GPU_FLAGS:
                     return True
                 if last in _CPU_FLAGS:
                     return False

@@ -92,6 +92,7 @@ from ferry.lint.torch_api import (
     COMBINING_METHODS,
     DATA_FACTORIES,
     FACTORIES,
+    GPU_FLAGS,
     GRAD_MODES,
     LAYERS_WITH_PARAMETERS,
     LEGACY_HOST,
@@ -1736,7 +1737,8 @@ def _result_moved(ctx: FileContext, call: ast.Call) -> bool:
 def _cpu_only_branch(ctx: FileContext, node: ast.AST) -> bool:
     """Whether ``node`` runs only without CUDA, where a CPU tensor is what the code means to make.
 
-    The ``else`` of ``if torch.cuda.is_available():``, or the body of ``if not torch.cuda.is_available():``.
+    The ``else`` of ``if torch.cuda.is_available():``, or the body of ``if not torch.cuda.is_available():``; also of
+    a flag named for the GPU (``if self.cuda:`` in GraphSAGE's aggregator, whose ``else`` makes the CPU ids).
     """
     child = node
     for above in ctx.ancestors(node):
@@ -1744,7 +1746,8 @@ def _cpu_only_branch(ctx: FileContext, node: ast.AST) -> bool:
             test, negated = above.test, False
             if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
                 test, negated = test.operand, True
-            if isinstance(test, ast.Call) and ctx.call_name(test) in AVAILABILITY_CHECKS:
+            flag = (dotted(test) or "").rsplit(".", 1)[-1] in GPU_FLAGS
+            if (isinstance(test, ast.Call) and ctx.call_name(test) in AVAILABILITY_CHECKS) or flag:
                 in_body = child is above.body or (isinstance(above.body, list) and child in above.body)
                 return in_body == negated
         if isinstance(above, FUNCTIONS):
