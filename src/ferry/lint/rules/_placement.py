@@ -349,6 +349,33 @@ def _module_level_nodes(tree: ast.Module) -> list[ast.AST]:
 _CPU_FLAGS = frozenset({"no_cuda", "use_cpu", "force_cpu", "no_gpu", "cpu", "disable_cuda"})
 
 
+def _store_true_gpu_option(ctx: FileContext, name: str) -> bool:
+    """Whether the file's command line defines ``name`` as an on/off switch for the GPU.
+
+    pytorch-cifar100's ``parser.add_argument('-gpu', action='store_true', default=False, help='use gpu or not')``:
+    ``args.gpu`` is then true exactly on GPU runs (unlike ``--gpu 0``, a GPU index, where ``0`` is false). Its
+    name must speak of the GPU (``gpu``, ``cuda``), and no option may set it otherwise.
+    """
+    if not any(word in name for word in ("gpu", "cuda")) or "add_argument" not in ctx.source:
+        return False
+    found = False
+    for call in ctx.nodes(ast.Call):
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
+            continue
+        options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        dest = next((k.value for k in call.keywords if k.arg == "dest"), None)
+        names = {o.lstrip("-").replace("-", "_") for o in options if o.startswith("-")}
+        if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+            names = {dest.value}
+        if name not in names:
+            continue
+        action = next((k.value for k in call.keywords if k.arg == "action"), None)
+        if not (isinstance(action, ast.Constant) and action.value == "store_true"):
+            return False
+        found = True
+    return found
+
+
 def counts_devices(test: ast.expr) -> bool:
     """``torch.cuda.device_count() > 1``, ``args.n_gpu > 1``, ``len(device_ids) > 1``: a test of how many GPUs."""
     if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Gt | ast.GtE):
@@ -1156,17 +1183,30 @@ class _Flow(CallsMixin):
         """Names the file's functions move or hand to a call (``model.to(device)``, ``train(model)``)."""
         if self._handled is None:
             handled: set[str] = set()
+            own: dict[ast.AST, set[str]] = {}  # each function's local names: a namesake there is another variable
+
+            def outside(name: str, node: ast.AST) -> bool:
+                scope = self.ctx.enclosing_function(node)
+                if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+                    return True
+                if scope not in own:
+                    declared = {n for g in ast.walk(scope) if isinstance(g, ast.Global) for n in g.names}
+                    own[scope] = bound_names(scope) - declared
+                return name.split(".")[0] not in own[scope]
+
             for func in [*self.ctx.nodes(ast.FunctionDef), *self.ctx.nodes(ast.AsyncFunctionDef)]:
                 for node in ast.walk(func):
                     if isinstance(node, ast.Call):
                         if isinstance(node.func, ast.Attribute) and node.func.attr in MOVES:
-                            handled.add(dotted(node.func.value) or "")
+                            moved = dotted(node.func.value) or ""
+                            if outside(moved, node):  # not `net = net.cuda()` of `get_network`'s own `net`
+                                handled.add(moved)
                         if self.ctx.call_name(node) in _READ_ONLY_CALLS or (
                             isinstance(node.func, ast.Name) and node.func.id in HARMLESS_READS
                         ):
                             continue  # `torch.save(model, path)`, `print(model)`: read, left where they are
                         for arg in [*node.args, *(k.value for k in node.keywords)]:
-                            if isinstance(arg, ast.Name):
+                            if isinstance(arg, ast.Name) and outside(arg.id, node):
                                 handled.add(arg.id)
             self._handled = handled
         return self._handled
@@ -2494,7 +2534,7 @@ class _Flow(CallsMixin):
                 return self._accelerator_branch(values[0], depth + 1)
             if not values:  # a flag of the command line (`--cuda`, `--no_cuda`), never assigned in the file
                 last = (test.id if isinstance(test, ast.Name) else test.attr).lower()
-                if last in GPU_FLAGS:
+                if last in GPU_FLAGS or _store_true_gpu_option(self.ctx, last):
                     return True
                 if last in _CPU_FLAGS:
                     return False
