@@ -356,7 +356,10 @@ def _store_true_gpu_option(ctx: FileContext, name: str) -> bool:
     ``args.gpu`` is then true exactly on GPU runs (unlike ``--gpu 0``, a GPU index, where ``0`` is false). Its
     name must speak of the GPU (``gpu``, ``cuda``), and no option may set it otherwise.
     """
-    if not any(word in name for word in ("gpu", "cuda")) or "add_argument" not in ctx.source:
+    words = set(name.split("_"))
+    if not words & {"gpu", "cuda"} or words & {"no", "not", "disable", "without", "cpu", "off"}:
+        return False  # not `--disable-cuda` (a switch for the CPU)
+    if "add_argument" not in ctx.source:
         return False
     found = False
     for call in ctx.nodes(ast.Call):
