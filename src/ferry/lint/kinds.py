@@ -180,6 +180,36 @@ def _dotted(node: ast.AST) -> str | None:
 MAX_DEPTH = 100
 
 
+def registry(ctx: FileContext, table: ast.expr) -> list[ast.expr] | None:
+    """The values of a dict of the file that ``table`` names, bound once at the top of the file.
+
+    ``MODELS = {"vgg": VGG, ...}``, or one of a tuple assignment (BERT4Rec-VAE's ``MODELS, TRAINERS = {"vae":
+    VAEModel}, {"vae": VAETrainer}``). ``None`` for anything else, or a name bound anywhere else.
+    """
+    if not isinstance(table, ast.Name):
+        return None
+    found: list[ast.expr] = []
+    for stmt in ctx.nodes(ast.Assign):
+        for target in stmt.targets:
+            if isinstance(target, ast.Name) and target.id == table.id:
+                found.append(stmt.value)
+            elif isinstance(target, ast.Tuple | ast.List) and any(
+                isinstance(t, ast.Name) and t.id == table.id for t in target.elts
+            ):
+                elts = stmt.value.elts if isinstance(stmt.value, ast.Tuple | ast.List) else []
+                if len(elts) != len(target.elts) or any(isinstance(t, ast.Starred) for t in target.elts):
+                    return None
+                found.extend(
+                    v for t, v in zip(target.elts, elts, strict=True) if isinstance(t, ast.Name) and t.id == table.id
+                )
+    stores = [n for n in ctx.nodes(ast.Name) if n.id == table.id and isinstance(n.ctx, ast.Store | ast.Del)]
+    if len(found) != 1 or len(stores) != 1 or not isinstance(found[0], ast.Dict) or not found[0].values:
+        return None
+    if ctx.enclosing_function(found[0]) is not None:
+        return None
+    return list(found[0].values)
+
+
 def own_returns(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Return] | None:
     """The ``return`` statements of ``func`` itself (not of nested functions); ``None`` for generators."""
     found: list[ast.Return] = []
@@ -878,6 +908,14 @@ class KindInference:
             if len(defined) == 1 and self.ctx.enclosing_class(defined[0]) is not None and func.attr != "__init__":
                 return self.returns(defined[0])
             return None
+        if isinstance(func, ast.Subscript) and (entries := registry(self.ctx, func.value)):
+            # `TRAINERS[args.trainer_code](...)`, `MODELS[name](args)`: a table of the file's classes
+            names = {e.id if isinstance(e, ast.Name) else "" for e in entries}
+            if all(name in self.classes for name in names):
+                if all(self.class_is_module(name) for name in names):
+                    return MODULE
+                if len(names) == 1 and not any(self.class_is_module(name) for name in names):
+                    return Kind("instance", cls=names.pop())
         callee = self.infer(func)
         if callee is not None and callee.is_module:
             return TENSOR  # calling a module: its output

@@ -62,6 +62,7 @@ from contextlib import suppress
 from dataclasses import dataclass, replace
 
 from ferry.lint.context import FileContext, dotted
+from ferry.lint.kinds import registry
 from ferry.lint.rules._placement_calls import CallsMixin, init_helpers
 from ferry.lint.rules._placement_values import (
     ACCELERATOR_NAMES,
@@ -1034,7 +1035,8 @@ class _Flow(CallsMixin):
                 cls = self.ctx.enclosing_class(func)
                 if cls is not None and func in cls.body and func.name != "__init__" and "self" in params:
                     held = {k: v for k, v in params.items() if k.startswith("self.")}  # what the instance held
-                    params.update(self.instance_attributes(cls))  # `self.device`, `self.model` from `__init__`
+                    # `self.device`, `self.model` from `__init__` (of the one subclass built, for an abstract base)
+                    params.update(self.instance_attributes(self._built_subclass(cls) or cls))
                     if func.name not in ("forward", "__call__"):
                         params.update(self.module_attributes(cls))  # `self.Encoder` moved in its `__init__`
                     params.update(held)
@@ -1545,6 +1547,9 @@ class _Flow(CallsMixin):
         if cls is None or scope not in cls.body or not self._plain_class(cls):
             return None
         method = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
+        if method is None and (sub := self._built_subclass(cls)) is not None and self._plain_class(sub):
+            # `self.calculate_loss(batch)` in the abstract trainer: the one subclass built defines it
+            method = next((m for m in sub.body if isinstance(m, ast.FunctionDef) and m.name == func.attr), None)
         if method is None or method is scope or method.decorator_list or method.name.startswith("__"):
             return None
         return method
@@ -1878,9 +1883,7 @@ class _Flow(CallsMixin):
         hands it to a call or hands ``self`` on (the order in which methods run is not known). Devices, modules
         and tensors only. ``modules``: read a module class too (see :meth:`module_attributes`).
         """
-        seen = sum(
-            len(v) for k, v in self.constructions.items() if isinstance(k.func, ast.Name) and self._builds(k.func, cls)
-        )
+        seen = sum(len(v) for k, v in self.constructions.items() if self._builds(k.func, cls))
         if not modules and cls in self._instances and self._instances[cls][0] == seen:
             return self._instances[cls][1]
         if not modules:
@@ -2048,8 +2051,36 @@ class _Flow(CallsMixin):
                 return base, init, ast.Call(func=call.func, args=args, keywords=call.keywords)
         return None
 
-    def _builds(self, func: ast.Name, cls: ast.ClassDef) -> bool:
-        """Whether calling ``func`` builds ``cls``: its name, or a name bound only to it (``Exp = Exp_Informer``)."""
+    def _built_subclass(self, cls: ast.ClassDef) -> ast.ClassDef | None:
+        """The one subclass of the file that the file builds, where it never builds ``cls`` itself.
+
+        BERT4Rec-VAE's ``AbstractTrainer(metaclass=ABCMeta)``: only ``VAETrainer`` is built, so the base's
+        ``train_one_epoch`` runs on a ``VAETrainer``, whose ``__init__`` (through ``super().__init__``) sets its
+        attributes. ``None`` when ``cls`` is built, or no or several subclasses are.
+        """
+        calls = list(self.ctx.nodes(ast.Call))
+        if any(self._builds(n.func, cls) for n in calls):
+            return None
+        built = [
+            sub
+            for sub in self.ctx.kinds.classes.values()
+            if sub is not cls
+            and cls in self.ctx.kinds.class_chain(sub)
+            and any(self._builds(n.func, sub) for n in calls)
+        ]
+        return built[0] if len(built) == 1 else None
+
+    def _builds(self, func: ast.expr, cls: ast.ClassDef) -> bool:
+        """Whether calling ``func`` builds ``cls``: its name, or a name bound only to it (``Exp = Exp_Informer``).
+
+        Or a look-up in a dict of the file's classes that holds it (``TRAINERS[args.trainer_code](args, model,
+        ...)``): where the call builds ``cls``, these are its arguments.
+        """
+        if isinstance(func, ast.Subscript):
+            entries = registry(self.ctx, func.value) or []
+            return any(isinstance(e, ast.Name) and e.id == cls.name for e in entries)
+        if not isinstance(func, ast.Name):
+            return False
         return func.id == cls.name or self.ctx.kinds.class_alias(func.id) == cls.name
 
     def _inherited_init(self, cls: ast.ClassDef) -> ast.FunctionDef | None:
@@ -2099,7 +2130,7 @@ class _Flow(CallsMixin):
         ``model``), where that scope was read first (and the values agree over its readings), else read with the
         module's globals. Built more than once: what every construction agrees on; nothing with ``*args``.
         """
-        sites = [n for n in self.ctx.nodes(ast.Call) if isinstance(n.func, ast.Name) and self._builds(n.func, cls)]
+        sites = [n for n in self.ctx.nodes(ast.Call) if self._builds(n.func, cls)]
         if not sites or len(sites) > _MAX_CONTEXTS:
             return {}
         names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after `self`

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ferry.lint.context import FileContext, dotted
+from ferry.lint.kinds import registry
 from ferry.lint.rules._attributes import moves_itself_last, moves_own_layers
 from ferry.lint.rules._placement_devices import DevicesMixin
 from ferry.lint.rules._placement_values import (
@@ -185,6 +186,9 @@ class CallsMixin(DevicesMixin):
             return self._lambda_value(helper, node, args)
         if callee is not None and callee.what in ("module", "any"):
             return self._call_module(node, callee, args, kwargs)
+        if isinstance(func, ast.Subscript) and self._registry_of_plain_classes(func):
+            # `TRAINERS[args.trainer_code](args, model, loaders...)`: what the trainer's `__init__` keeps
+            self.record_construction(node, args, kwargs)
         if isinstance(func, ast.Subscript) and self._registry_of_modules(func, node):
             # `globals()[args.model](...)`, `MODELS[name](...)`: one of the file's model builders, on the host
             made_here = HOST if not (self.default_device_set or self.strange_context) else None
@@ -1513,6 +1517,16 @@ class CallsMixin(DevicesMixin):
         pairs = [(k, replace(moved, origin=receiver.origin) if k == key else v) for k, v in held.keys]
         self.env[holder] = keyed([k for k, _ in pairs], [v for _, v in pairs])
 
+    def _registry_of_plain_classes(self, func: ast.Subscript) -> bool:
+        """Whether ``func`` looks up a class in a dict of the file's plain classes (see :func:`registry`)."""
+        entries = registry(self.ctx, func.value)
+        return bool(entries) and all(
+            isinstance(e, ast.Name)
+            and e.id in self.ctx.kinds.classes
+            and self._plain_class(self.ctx.kinds.classes[e.id])
+            for e in entries or ()
+        )
+
     def _registry_of_modules(self, func: ast.Subscript, node: ast.Call) -> bool:
         """Whether ``func`` looks a model builder up by name (``globals()[args.model]``, ``MODELS[name]``).
 
@@ -1549,17 +1563,10 @@ class CallsMixin(DevicesMixin):
                 and use.value.id == name
                 for use in ast.walk(scope)
             )
-        if not isinstance(table, ast.Name):
+        entries = registry(self.ctx, table)
+        if not entries:
             return False
-        values = self.ctx.kinds.assigned_values(table.id)
-        bound = [
-            s
-            for s in self.ctx.tree.body
-            if isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == table.id for t in s.targets)
-        ]
-        if len(values) != 1 or len(bound) != 1 or not isinstance(values[0], ast.Dict) or not values[0].values:
-            return False
-        for value in values[0].values:
+        for value in entries:
             if not isinstance(value, ast.Name):
                 return False
             if value.id in self.ctx.kinds.classes and self.ctx.kinds.class_is_module(value.id):
