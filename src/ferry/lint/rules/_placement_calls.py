@@ -127,6 +127,7 @@ class CallsMixin(DevicesMixin):
         def visible_device(self, where: str, at: ast.AST | None = None) -> str: ...
 
         attribute_appends: dict[tuple[ast.ClassDef, str], list[tuple[ast.Call, Val]]]
+        cpu_only: int
         returns: list[Val] | None
 
         def global_names(self) -> set[str]: ...
@@ -1683,6 +1684,29 @@ class CallsMixin(DevicesMixin):
             args = [replace(element, origin=args[0].origin, name=args[0].name), *args[1:]]
         first, first_node = args[0], nodes[0]
         callee = self.label(module, func)
+        origin = module.origin
+        if (
+            module.wrapper
+            and module.where == HOST
+            and module.fresh
+            and module.params
+            and origin is not None
+            and not self.cpu_only
+            and self._never_moved(func, origin)
+        ):
+            # TSN's `model = torch.nn.DataParallel(model, device_ids=args.gpus)` with its `model.cuda()` left out:
+            # on a GPU machine the wrapper runs its module on `device_ids[0]`, and refuses weights elsewhere
+            targets = origin.targets if isinstance(origin, ast.Assign) else []
+            built = targets[0].id if len(targets) == 1 and isinstance(targets[0], ast.Name) else callee
+            self.report(
+                "FRY007",
+                origin,
+                f"`{built}` is built here and never moved, but it is wrapped in `DataParallel`, which on a GPU "
+                f"machine runs it on `cuda:0` (its first device) and raises for weights on the CPU (called at line "
+                f"{line(node)}); fix: `{built}.to(device)` before wrapping it, or move the wrapper "
+                f"(`{callee} = {callee}.to(device)`)",
+            )
+            return UNKNOWN
         if module.wrapper and module.where == DEVICE:
             return Val("output", DEVICE, dev=module.dev)  # gathered on the device whatever the input
         if module.where == DEVICE and module.params is not False:
