@@ -91,6 +91,7 @@ from ferry.lint.context import FileContext, dotted
 from ferry.lint.model import Finding, Rule
 from ferry.lint.rules._placement import local_functions
 from ferry.lint.rules._placement_calls import feeds_submodule, file_method
+from ferry.lint.rules._placement_values import bound_names
 from ferry.lint.rules._training import (
     before,
     calls_in,
@@ -101,7 +102,7 @@ from ferry.lint.rules._training import (
     scope_node,
     walk_scope,
 )
-from ferry.lint.torch_api import LEGACY_CONSTRUCTORS, LOADS, MODE_FREE_LAYERS, MOVES, NO_GRAD
+from ferry.lint.torch_api import LEGACY_CONSTRUCTORS, LOADS, MODE_FREE_LAYERS, MOVES, NO_GRAD, PARALLEL_WRAPPERS
 
 #: Methods through which a model is used for prediction.
 PREDICT_METHODS = frozenset({"forward", "inference", "predict"})
@@ -511,6 +512,8 @@ def _loaded_without_eval(facts: _Facts) -> Iterator[Finding]:
         for call in calls:
             if not before(load, call) or exclusive(ctx, load, call):
                 continue
+            if ctx.call_name(call) in PARALLEL_WRAPPERS:
+                continue  # `net = torch.nn.DataParallel(net, device_ids=devices)` wraps it, in the mode it is in
             if any(dotted(arg) == name for arg in [*call.args, *(k.value for k in call.keywords)]):
                 helper = _predicting_helper(facts, call, name)
                 if helper is not None:
@@ -521,10 +524,13 @@ def _loaded_without_eval(facts: _Facts) -> Iterator[Finding]:
                         f"and batch norm uses batch statistics; fix: call `{name}.eval()` first",
                     )
                 break  # handed to another function, which may switch the mode
-            if not _is_model_call(call, name, ctx):
+            inner = _closure_prediction(facts, call, name, scope)
+            if inner is not None:  # `rst = eval_video((i, data, label))`, which runs `net(input_var)`
+                call = inner
+            elif not _is_model_call(call, name, ctx):
                 continue
             later = [a for a in facts.assigns.get(name, []) if a is not load and before(load, a) and before(a, call)]
-            if any(scope_node(ctx, a) is scope for a in later):
+            if any(scope_node(ctx, a) is scope and not _same_model(ctx, a, name) for a in later):
                 break  # rebound in between
             what = "its weights are loaded" if built is not None else "it is unpickled with `torch.load`"
             yield Finding(
@@ -534,6 +540,51 @@ def _loaded_without_eval(facts: _Facts) -> Iterator[Finding]:
                 f"`{name}.eval()` first",
             )
             break
+
+
+def _closure_prediction(facts: _Facts, call: ast.Call, name: str, scope: ast.AST) -> ast.Call | None:
+    """The model call inside a function of ``scope`` that ``call`` runs and that reads the model ``name`` freely.
+
+    TSN's test script defines ``def eval_video(video_data): ... rst = net(input_var)`` beside the loaded ``net`` and
+    calls it for each video. It must not bind ``name``, switch its mode, hand it on or train.
+    """
+    if not isinstance(call.func, ast.Name):
+        return None
+    home = scope if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) else None
+    func = next(
+        (
+            f
+            for f in facts.ctx.nodes(ast.FunctionDef)
+            if f.name == call.func.id
+            and facts.ctx.enclosing_function(f) is home
+            and (home is None or _inside(f, scope))
+        ),
+        None,
+    )
+    if func is None or name in bound_names(func) or facts.trains(func, with_losses=True):
+        return None
+    found = None
+    for inner in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
+        if _switches_mode(inner, name) or any(
+            dotted(a) == name for a in [*inner.args, *(k.value for k in inner.keywords)]
+        ):
+            return None
+        if found is None and _is_model_call(inner, name, facts.ctx):
+            found = inner
+    return found
+
+
+def _same_model(ctx: FileContext, assign: ast.AST, name: str) -> bool:
+    """Whether ``assign`` rebinds ``name`` to the same model, moved or wrapped: its mode is the model's.
+
+    TSN's test script: ``net = net.cuda(devices[0])``, then ``net = torch.nn.DataParallel(net, device_ids=devices)``.
+    """
+    value = getattr(assign, "value", None)
+    if not isinstance(value, ast.Call):
+        return False
+    if dotted(move_chain_root(value)) == name:
+        return True
+    return ctx.call_name(value) in PARALLEL_WRAPPERS and bool(value.args) and dotted(value.args[0]) == name
 
 
 def _switched_by_callee(facts: _Facts, call: ast.Call, name: str) -> bool:
