@@ -467,8 +467,19 @@ def _literal_defaults(func: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str,
 
 
 def _context_key(values: dict[str, Val]) -> tuple[object, ...]:
-    """What tells two ways of calling a function apart: each value's kind, place and where it was built."""
-    return tuple(sorted((k, v.what, v.where, v.dev, v.fresh, id(v.origin)) for k, v in values.items()))
+    """What tells two ways of calling a function apart: each value's kind, place and where it was built.
+
+    Also the places of a list's items and of a tuple's (``calculate_metrics(batch)`` with a list of host tensors
+    from one caller and of moved ones from another).
+    """
+
+    def shape(v: Val | None, depth: int = 0) -> object:
+        if v is None or depth > 3:
+            return None
+        inner = (shape(v.element, depth + 1), tuple(shape(i, depth + 1) for i in v.items))
+        return (v.what, v.where, v.dev, v.fresh, id(v.origin), inner)
+
+    return tuple(sorted(((k, shape(v)) for k, v in values.items()), key=repr))
 
 
 def _host_or_device(a: dict[str, Val], b: dict[str, Val], key: str) -> bool:
