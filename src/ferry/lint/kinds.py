@@ -570,7 +570,12 @@ class KindInference:
                 sources = self.self_attributes[cls.name][name]
                 # `self.actions = self.actions.long()`: a conversion of the attribute keeps what it is
                 made = [s for s in sources if not _converts_itself(s, name)]
-                return self._agree([self._source_kind(s) for s in made or sources])
+                kinds = [self._source_kind(s) for s in made or sources]
+                if len(kinds) > 1 and all(k is not None and k.is_module for k in kinds):
+                    # DrQA's `self.network = RnnDocReader(...)`, later `torch.nn.DataParallel(self.network)`: a
+                    # module either way (wrapped or not: not known)
+                    return self._agree(kinds) or MODULE
+                return self._agree(kinds)
         found = self.find_binding(name, at)
         return self._source_kind(found[2]) if found is not None else None
 

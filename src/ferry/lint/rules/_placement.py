@@ -2621,6 +2621,15 @@ class _Flow(CallsMixin):
             for v in values
             if not (isinstance(v, ast.Constant) and isinstance(v.value, bool))
         }
+        if (
+            not sides
+            and isinstance(test, ast.Attribute)
+            and test.attr.lower() in GPU_FLAGS
+            and any(isinstance(v, ast.Constant) and v.value is True for v in values)
+        ):
+            # DrQA's `DocReader`: `self.use_cuda = False` in `__init__`, `self.use_cuda = True` in its `cuda()`
+            # method, which the script calls on GPU runs: a flag named for the GPU, switched on for them
+            return True
         return sides.pop() if len(sides) == 1 else None
 
     def _attribute_values(self, attr: str) -> list[ast.AST]:
@@ -3324,6 +3333,19 @@ class _Flow(CallsMixin):
         after_body = self.env
         self.env = dict(before)
         orelse = self.ev(node.orelse, top=top)
+        test = node.test
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value is None
+        ):
+            # `e if e is None else e.cuda()` (DrQA's batches): where the test holds, that branch is `None`
+            tested = dotted(test.left)
+            if isinstance(test.ops[0], ast.Is) and tested is not None and dotted(node.body) == tested:
+                body = NONE
+            if isinstance(test.ops[0], ast.IsNot) and tested is not None and dotted(node.orelse) == tested:
+                orelse = NONE
 
         def available() -> bool:
             return self._available_test(node.test)

@@ -329,6 +329,14 @@ class CallsMixin(DevicesMixin):
         if receiver.what == "unknown" and (kept := self._instance_value(func)) is not None and kept.what == "module":
             # `self.model.encoder(enc_batch)`: a module that the `__init__` of a plain class moved and keeps
             return self._call_module(node, kept, args, kwargs)
+        if (
+            receiver.what == "unknown"
+            and dotted(func.value) == "self"
+            and (kind := self.ctx.kind(func)) is not None
+            and kind.is_module
+            and not module_methods(self.ctx, method)
+        ):  # `self.network(*inputs)` of a module a method moves (DrQA's `cuda()`): its output is where its input is
+            return self._call_module(node, Val("module"), args, kwargs)
         owner = dotted(func.value)
         inner = func.value
         while owner is None and isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
