@@ -1041,11 +1041,15 @@ def _plain_class(ctx: FileContext, cls: ast.ClassDef) -> bool:
 
     Lightning modules and subclasses of other libraries' trainers are left alone: their library switches the mode.
     """
-    if ctx.kinds.class_is_module(cls.name) or cls.keywords:
+    if ctx.kinds.class_is_module(cls.name):
         return False
+    if any(
+        k.arg != "metaclass" or (ctx.qualname(k.value) or "") not in ("abc.ABCMeta", "ABCMeta") for k in cls.keywords
+    ):
+        return False  # `metaclass=ABCMeta` (BERT4Rec-VAE's `AbstractTrainer`) is still a class of the script's own
     for base in cls.bases:
         name = dotted(base)
-        if name == "object":
+        if name == "object" or ctx.qualname(base) == "abc.ABC":
             continue
         if name is None or name not in ctx.kinds.classes or not _plain_class(ctx, ctx.kinds.classes[name]):
             return False
@@ -1063,7 +1067,12 @@ def _evaluated_after_training_by_methods(facts: _Facts) -> Iterator[Finding]:
         if not _plain_class(ctx, cls):
             continue
         methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)}
-        for method in methods.values():
+        subclasses = [c for c in ctx.kinds.classes.values() if c is not cls and cls in ctx.kinds.class_chain(c)]
+        if len(subclasses) == 1:  # an abstract base: `self.calculate_metrics(batch)` is its one subclass's
+            for m in subclasses[0].body:
+                if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef) and m.name not in methods:
+                    methods[m.name] = m
+        for method in [m for m in cls.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]:
             if facts.trains(method, with_losses=False) or not method.args.args:
                 continue
             me = method.args.args[0].arg
