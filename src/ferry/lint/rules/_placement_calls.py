@@ -1155,6 +1155,13 @@ class CallsMixin(DevicesMixin):
                 self._combined(node, [(self._peek(item), item) for item in first_arg.elts], stacked=True)
             elif name not in _SEQUENCE_FUNCTIONS:
                 self._combined(node, list(zip(args, node.args, strict=False)))
+        if (
+            name in ("min", "max")
+            and len(node.args) == 2
+            and not node.keywords
+            and all(a.what in TENSORISH for a in args[:2])
+        ):  # `torch.min(torch.Tensor([k]), labels.sum(1))`: two tensors, elementwise, as `torch.minimum`
+            self._combined(node, list(zip(args, node.args, strict=False)))
         if name in _GRID_FUNCTIONS and self.ctx.call_name(node) == f"torch.{name}":
             # `torch.meshgrid(torch.arange(h), torch.arange(w, device=device), indexing="ij")`: every grid input on
             # one device, a 0-dim one too; the inputs one by one or as one list
