@@ -336,7 +336,7 @@ def join(a: Val, b: Val, available: Callable[[], bool] | None) -> Val:
         # on the path that builds the weighted loss its weight is on the host
         weight=a.weight if a.weight is b.weight or b.weight is None else b.weight if a.weight is None else None,
         inplace=a.inplace or b.inplace,
-        wrapper=a.wrapper or b.wrapper,
+        wrapper=a.wrapper and b.wrapper,  # wrapped on one path only: the bare module checks its inputs
         part=a.part if a.part == b.part else None,
         item=a.item and b.item,  # an item of a collated tuple on both paths is still a tensor
         items=a.items if a.items == b.items else (),
