@@ -232,6 +232,19 @@ def tensor_moves(ctx: FileContext) -> frozenset[ast.Call]:
 
 
 def local_functions(ctx: FileContext, *, aliases: bool = False) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """See :func:`_local_functions`; read once per file (a copy: callers may change it)."""
+    return dict(ctx.shared(_local_functions_aliases if aliases else _local_functions_plain))
+
+
+def _local_functions_plain(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    return _local_functions(ctx, aliases=False)
+
+
+def _local_functions_aliases(ctx: FileContext) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    return _local_functions(ctx, aliases=True)
+
+
+def _local_functions(ctx: FileContext, *, aliases: bool) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """Functions of the file whose every call is in the file, so their parameters take what the calls pass.
 
     Defined once at the top of the file, and the name is only ever called (never passed on, decorated or rebound),
@@ -269,7 +282,7 @@ def local_functions(ctx: FileContext, *, aliases: bool = False) -> dict[str, ast
         if aliases and len({value.id for value in stores}) == 1 and _only_called(ctx, alias, len(stores)):
             alias_values[alias] = stores[0]
     aliased = {id(value) for alias in alias_values for value in alias_stores[alias]}
-    local: dict[ast.AST, set[str]] = {}
+    local: dict[ast.AST, frozenset[str]] = {}
     for node in ctx.nodes(ast.Name):
         if node.id in plain:
             inner = ctx.enclosing_function(node)
@@ -529,6 +542,29 @@ def _unbound_parameter(scope: ast.AST, name: str) -> bool:
         for stmt in scope.body
         for n in ast.walk(stmt)
     )
+
+
+def _built_names(ctx: FileContext, func: ast.expr) -> set[str]:
+    """The classes of the file that calling ``func`` builds: its name, or a name bound only to one class.
+
+    ``Exp = Exp_Informer``; or a look-up in a dict of the file's classes (``TRAINERS[args.trainer_code](...)``),
+    which may build any class the dict holds.
+    """
+    if isinstance(func, ast.Subscript):
+        return {e.id for e in registry(ctx, func.value) or [] if isinstance(e, ast.Name)}
+    if not isinstance(func, ast.Name):
+        return set()
+    alias = ctx.kinds.class_alias(func.id)
+    return {func.id} if alias is None else {func.id, alias}
+
+
+def _constructions(ctx: FileContext) -> dict[str, list[ast.Call]]:
+    """Per class name, the calls of the file that build it (see :func:`_built_names`); one index per file."""
+    found: dict[str, list[ast.Call]] = {}
+    for call in ctx.nodes(ast.Call):
+        for name in _built_names(ctx, call.func):
+            found.setdefault(name, []).append(call)
+    return found
 
 
 def _calls_by_name(func: ast.AST, callee: ast.AST) -> bool:
@@ -1199,7 +1235,7 @@ class _Flow(CallsMixin):
         """Names the file's functions move or hand to a call (``model.to(device)``, ``train(model)``)."""
         if self._handled is None:
             handled: set[str] = set()
-            own: dict[ast.AST, set[str]] = {}  # each function's local names: a namesake there is another variable
+            own: dict[ast.AST, frozenset[str]] = {}  # each function's local names: a namesake there is another variable
 
             def outside(name: str, node: ast.AST) -> bool:
                 scope = self.ctx.enclosing_function(node)
@@ -1738,6 +1774,7 @@ class _Flow(CallsMixin):
         reader.depth = self.depth + 1
         reader.returns = []
         reader._classes = self._classes
+        reader._attribute_kinds = self.weight_attributes()
         reader.constructions = self.constructions
         return reader
 
@@ -2069,17 +2106,15 @@ class _Flow(CallsMixin):
         ``train_one_epoch`` runs on a ``VAETrainer``, whose ``__init__`` (through ``super().__init__``) sets its
         attributes. ``None`` when ``cls`` is built, or no or several subclasses are.
         """
-        calls = list(self.ctx.nodes(ast.Call))
-        if any(self._builds(n.func, cls) for n in calls):
+        built = self.ctx.shared(_constructions)
+        if built.get(cls.name):
             return None
-        built = [
+        subs = [
             sub
             for sub in self.ctx.kinds.classes.values()
-            if sub is not cls
-            and cls in self.ctx.kinds.class_chain(sub)
-            and any(self._builds(n.func, sub) for n in calls)
+            if sub is not cls and built.get(sub.name) and cls in self.ctx.kinds.class_chain(sub)
         ]
-        return built[0] if len(built) == 1 else None
+        return subs[0] if len(subs) == 1 else None
 
     def _builds(self, func: ast.expr, cls: ast.ClassDef) -> bool:
         """Whether calling ``func`` builds ``cls``: its name, or a name bound only to it (``Exp = Exp_Informer``).
@@ -2087,12 +2122,7 @@ class _Flow(CallsMixin):
         Or a look-up in a dict of the file's classes that holds it (``TRAINERS[args.trainer_code](args, model,
         ...)``): where the call builds ``cls``, these are its arguments.
         """
-        if isinstance(func, ast.Subscript):
-            entries = registry(self.ctx, func.value) or []
-            return any(isinstance(e, ast.Name) and e.id == cls.name for e in entries)
-        if not isinstance(func, ast.Name):
-            return False
-        return func.id == cls.name or self.ctx.kinds.class_alias(func.id) == cls.name
+        return cls.name in _built_names(self.ctx, func)
 
     def _inherited_init(self, cls: ast.ClassDef) -> ast.FunctionDef | None:
         """The ``__init__`` an instance of ``cls`` runs: its own, or the nearest base class's of the file.
@@ -2141,7 +2171,7 @@ class _Flow(CallsMixin):
         ``model``), where that scope was read first (and the values agree over its readings), else read with the
         module's globals. Built more than once: what every construction agrees on; nothing with ``*args``.
         """
-        sites = [n for n in self.ctx.nodes(ast.Call) if self._builds(n.func, cls)]
+        sites = self.ctx.shared(_constructions).get(cls.name, [])
         if not sites or len(sites) > _MAX_CONTEXTS:
             return {}
         names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after `self`

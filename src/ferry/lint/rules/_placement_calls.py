@@ -2082,7 +2082,7 @@ class CallsMixin(DevicesMixin):
         if scope not in self._escaped:
             names: dict[str, list[ast.AST]] = {}
             aliased: dict[str, set[str]] = {}
-            local: dict[ast.AST, set[str]] = {}
+            local: dict[ast.AST, frozenset[str]] = {}
             for node in ast.walk(scope):
                 if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
                     continue

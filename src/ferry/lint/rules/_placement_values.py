@@ -538,8 +538,21 @@ def kept_by(
     return any(k.value is arg and k.arg in keeps for k in call.keywords)
 
 
-def bound_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
-    """Names the function binds itself, its parameters included (local names, which hide globals)."""
+_BOUND: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def bound_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> frozenset[str]:
+    """Names the function binds itself, its parameters included (local names, which hide globals).
+
+    Read once per function (the trees do not change while they are linted).
+    """
+    found = _BOUND.get(func)
+    if found is None:
+        found = _BOUND[func] = frozenset(_bound_names(func))
+    return found
+
+
+def _bound_names(func: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
     args = func.args
     names: set[str] = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
     stack: list[ast.AST] = list(func.body) if isinstance(func.body, list) else [func.body]
