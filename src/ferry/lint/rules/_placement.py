@@ -216,10 +216,12 @@ def host_fed(ctx: FileContext) -> frozenset[ast.AST]:
 def device_numpy(ctx: FileContext) -> dict[ast.Call, str]:
     """Calls ``x.numpy()`` whose ``x`` the analysis knows is a tensor on the chosen device, with that device as written.
 
+    The device is ``""`` where the flow knows the tensor is there but not how the code names that device.
+
     For FRY012: ``Tensor.numpy()`` raises on an accelerator. Every form the flow follows (tuple unpacking, loaders,
     dataset items, the file's functions called with device values, module outputs) reaches the rule this way.
     """
-    return {call: val.dev or "device" for call, val in _analysed(ctx).device_numpy.items()}
+    return {call: val.dev or "" for call, val in _analysed(ctx).device_numpy.items()}
 
 
 def tensor_moves(ctx: FileContext) -> frozenset[ast.Call]:
@@ -695,6 +697,14 @@ def _only_read_by(
         cls = ctx.kinds.classes.get(kind.cls or "") if kind is not None and kind.name == "instance" else None
         methods = {m.name: m for m in (cls.body if cls else []) if isinstance(m, ast.FunctionDef)}
         func = methods.get("__call__")
+        if func is not None:
+            local = {**local, **{f"self.{name}": m for name, m in methods.items()}}
+            skip = 1
+    if func is None and ctx is not None and isinstance(call.func, ast.Attribute) and dotted(call.func.value) == "self":
+        # `self.save_network(self.net, path, "", label)`: a method of the same class, its `self` skipped
+        owner = ctx.enclosing_class(call)
+        methods = {m.name: m for m in (owner.body if owner else []) if isinstance(m, ast.FunctionDef)}
+        func = methods.get(call.func.attr)
         if func is not None:
             local = {**local, **{f"self.{name}": m for name, m in methods.items()}}
             skip = 1
@@ -1970,7 +1980,7 @@ class _Flow(CallsMixin):
             if isinstance(t, ast.Attribute) and dotted(t.value) == "self"
         }
         found: dict[str, Val] = {}
-        for attr, val in self._set_up_by_one_method(cls, init, reader, handled).items():
+        for attr, val in self._set_up_by_one_method(cls, init, reader).items():
             found[f"self.{attr}"] = val
         for name, val in reader.env.items():
             head, _, attr = name.partition(".")
@@ -1992,15 +2002,18 @@ class _Flow(CallsMixin):
             self._instances[cls] = (seen, found)
         return found
 
-    def _set_up_by_one_method(
-        self, cls: ast.ClassDef, init: ast.FunctionDef, reader: _Flow, handled: set[str]
-    ) -> dict[str, Val]:
-        """Modules that one method other than ``__init__`` builds and keeps (TabNet's ``_set_network``).
+    def _set_up_by_one_method(self, cls: ast.ClassDef, init: ast.FunctionDef, reader: _Flow) -> dict[str, Val]:
+        """Attributes that one method other than ``__init__`` sets up, as that method leaves them.
 
-        ``self.network = TabNet(...).to(self.device)`` is the only binding of ``self.network`` in the class (none in
-        ``__init__``), in a method that binds it once, at its top level; no method moves or hands it on. The other
-        methods then use that module, placed as that method leaves it (read with the instance as ``__init__``
-        leaves it).
+        Every binding of the attribute in the class is in that method (none in ``__init__``), however many. A
+        module it builds and keeps (TabNet's ``_set_network``: ``self.network = TabNet(...).to(self.device)``;
+        LPIPS's ``initialize``) when no other method moves it or hands it on (a method of the class that only reads
+        it, such as ``save_network``, does not count); a module of unknown kind it moves; a tensor or device
+         (pix2pix-style ``set_input``: ``self.input_judge = data["judge"]``, then ``if self.use_gpu:
+        self.input_judge = self.input_judge.to(device=self.gpu_ids[0])``): every other method reads what it leaves
+        (before it runs the attribute does not exist). Methods are read in class order, each with the instance as
+        ``__init__`` and the methods before it leave it (LPIPS's ``initialize`` sets ``self.use_gpu`` that
+        ``set_input`` reads).
         """
         stores: dict[str, list[ast.AST]] = {}
         chain = list(self.ctx.kinds.class_chain(cls))  # the class and its bases of the file: one instance
@@ -2008,29 +2021,38 @@ class _Flow(CallsMixin):
             for node in ast.walk(owner):
                 if isinstance(node, ast.Attribute) and dotted(node.value) == "self" and isinstance(node.ctx, ast.Store):
                     stores.setdefault(node.attr, []).append(node)
-        found: dict[str, Val] = {}
+        by_method: dict[ast.FunctionDef | ast.AsyncFunctionDef, list[str]] = {}
         for attr, nodes in stores.items():
-            if len(nodes) != 1 or attr in handled:
-                continue
             method = self.ctx.enclosing_function(nodes[0])
-            above = self.ctx.parent(nodes[0])
             if (
                 method is None
                 or method is init
+                or any(self.ctx.enclosing_function(n) is not method for n in nodes)
                 or not any(method in owner.body for owner in chain)
-                or not isinstance(above, ast.Assign)
-                or above not in method.body
-                or len(above.targets) != 1
                 or method.decorator_list
             ):
                 continue
+            by_method.setdefault(method, []).append(attr)
+        order = [m for owner in reversed(chain) for m in owner.body if m in by_method]
+        found: dict[str, Val] = {}
+        for method in order:
             params = {a.arg: UNKNOWN for a in [*method.args.posonlyargs, *method.args.args, *method.args.kwonlyargs]}
             params.update((k, v) for k, v in reader.env.items() if k.startswith("self."))
+            params.update((f"self.{k}", v) for k, v in found.items())
             setup = self._reader()
             setup._scope(method, method.body, params, frozenset())
-            val = setup.env.get(f"self.{attr}")
-            if val is not None and val.what == "module" and val.where is not None:
-                found[attr] = val
+            # what the other methods (`__init__` included) may move or hand on; its own moves are in its value
+            _, elsewhere = _instance_uses(cls, method, self.ctx, self.local_functions, self.reading_method)
+            for attr in by_method[method]:
+                val = setup.env.get(f"self.{attr}")
+                if val is None or val.where is None:
+                    continue
+                # a value of unknown kind moved to the device (`data["judge"].cuda()`): a tensor moved, or a module
+                # moved in place; another method handing it on does not take it back to the host
+                moved = val.what == "any" and val.where == DEVICE
+                module = val.what == "module" and attr not in elsewhere
+                if val.what in ("device", *TENSORISH) or moved or module:
+                    found[attr] = val
         return found
 
     def _read_init(

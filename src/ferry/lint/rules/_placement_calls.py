@@ -502,7 +502,7 @@ class CallsMixin(DevicesMixin):
         other = self._peek(target)
         if other.what in TENSORISH:  # `x.to(other)`: other's device and dtype
             return other.where, other.dev or f"{self.segment(target)}.device"
-        where = self.device_where(target)
+        where = self.target_where(target)
         return where, self.segment(target) if where is not None else None
 
     def _typed_where(self, node: ast.expr, depth: int = 0) -> str | None:
@@ -1112,7 +1112,7 @@ class CallsMixin(DevicesMixin):
         scalar = self._shape_scalar(node, name) and not listed
         dims = max(shape_dims(node, name), int(listed))
         if device is not None:
-            where = self.device_where(device)
+            where = self.target_where(device)
             return Val("tensor", where, scalar=scalar, dims=dims, dev=self.segment(device))
         if name in ("as_tensor", "asarray", "tensor") and node.args:
             first = args[0]
@@ -1192,7 +1192,7 @@ class CallsMixin(DevicesMixin):
         """A ``torch.nn`` class: on the host unless built with ``device=``; does it hold parameters?"""
         if any(k.arg is None for k in node.keywords):
             return Val("module")
-        where = made_here if device is None else self.device_where(device)
+        where = made_here if device is None else self.target_where(device)
         if name in HOST_TARGET_LOSSES:  # its targets and lengths may stay on the CPU
             return Val("module", where, params=False)
         if name.endswith("Loss"):

@@ -18,6 +18,8 @@ from ferry.lint.rules._placement_values import (
     CONFIG_OWNERS,
     DEVICE,
     DEVICE_NAMES,
+    GPU_ORDINAL_LISTS,
+    GPU_ORDINAL_NAMES,
     HOST,
     TENSORISH,
     UNKNOWN,
@@ -72,6 +74,22 @@ class DevicesMixin:
         if isinstance(node, ast.Name | ast.Attribute):
             return self._device_name(node, pure)
         return None
+
+    def target_where(self, node: ast.expr) -> str | None:
+        """:meth:`device_where` for the target of a move or a factory's ``device=``, where an integer is a GPU.
+
+        ``x.to(args.gpu)``, ``.to(device=self.gpu_ids[0])``, ``.to(local_rank)``: a name of a GPU ordinal (or an
+        element of a list of them) that nothing here says is the host puts the tensor on ``cuda:<n>``, as
+        ``Tensor.to`` reads an integer.
+        """
+        where = self.device_where(node)
+        if where is not None:
+            return where
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
+            listed = dotted(node.value)
+            return DEVICE if listed is not None and listed.rsplit(".", 1)[-1].lower() in GPU_ORDINAL_LISTS else None
+        name = dotted(node) if isinstance(node, ast.Name | ast.Attribute) else None
+        return DEVICE if name is not None and name.rsplit(".", 1)[-1].lower() in GPU_ORDINAL_NAMES else None
 
     def _cpu_fallback(self, value: ast.AST) -> bool:
         """Whether ``value`` is assigned in a branch that runs only without an accelerator.

@@ -89,6 +89,13 @@ SAME_DEVICE_ATTRIBUTES = TENSOR_ATTRIBUTES - {"grad"}
 DEVICE_NAMES = frozenset(
     "device dev torch_device cuda_device gpu_device target_device compute_device train_device training_device".split()
 )
+#: Names of a GPU ordinal: an integer that ``.to()`` and ``device=`` read as ``cuda:<n>`` (``x.to(args.gpu)``,
+#: ``.to(local_rank)``). Only where the name is the target of a move or a factory's ``device=``.
+GPU_ORDINAL_NAMES = frozenset(
+    "gpu gpu_id gpu_idx gpu_index gpu_rank gpu_no local_gpu local_rank rank cuda_id device_id device_idx".split()
+)
+#: Lists of GPU ordinals, indexed to get one (``gpu_ids[0]``, ``args.device_ids[0]``).
+GPU_ORDINAL_LISTS = frozenset("gpu_ids gpus device_ids gpu_list gpu_devices cuda_ids".split())
 #: Owners of a ``.device`` attribute that is a configured device (``args.device``), not a tensor's.
 CONFIG_OWNERS = frozenset(
     """

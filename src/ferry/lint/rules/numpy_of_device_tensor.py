@@ -80,7 +80,7 @@ def check(ctx: FileContext) -> Iterator[Finding]:
         devices = [f"`{d}`" for d in sorted(where.of(receiver) & ACCELERATORS)]
         if not devices and call in flowed:
             chosen = flowed[call]
-            devices = [f"an accelerator (the device `{chosen}`)" if len(chosen) <= 40 else "an accelerator"]
+            devices = [f"an accelerator (the device `{chosen}`)" if 0 < len(chosen) <= 40 else "an accelerator"]
         if not devices or _decides_on_devices(ctx, call):
             continue
         shown = describe(ctx, receiver)
@@ -102,7 +102,7 @@ def _conversion_finding(ctx: FileContext, call: ast.Call, chosen: str) -> Findin
     shown = describe(ctx, arg)
     if not isinstance(arg, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
         shown = f"({shown})"
-    on = f"an accelerator (the device `{chosen}`)" if len(chosen) <= 40 else "an accelerator"
+    on = f"an accelerator (the device `{chosen}`)" if 0 < len(chosen) <= 40 else "an accelerator"
     name = ctx.segment(call.func)
     end = (arg.end_lineno or arg.lineno, arg.end_col_offset or 0)
     edits = (
