@@ -1227,6 +1227,65 @@ class CallsMixin(DevicesMixin):
         full = self.ctx.qualname(node.func) or ""
         return full.startswith("torch.") and full.rsplit(".", 1)[-1] in FACTORIES | DATA_FACTORIES
 
+    def _made_fresh(
+        self, node: ast.expr, func: ast.FunctionDef | ast.AsyncFunctionDef, line: int, depth: int = 0
+    ) -> bool:
+        """A tensor ``func`` makes itself, or a name it binds above ``line`` only to such tensors or moves of itself.
+
+        A factory (legacy constructors too) under casts, arithmetic and in-place fills.
+
+        RVAE's negative samples: ``noise = t.Tensor(batch_size, k).uniform_(0, n - 1).long()``, then ``if use_cuda:
+        noise = noise.cuda()``: moving it moves nothing the module holds or was given.
+        """
+        for _ in range(6):
+            if self._fresh_factory(node) or (
+                isinstance(node, ast.Call)
+                and (self.ctx.qualname(node.func) or "") in LEGACY_HOST
+                # sizes (`torch.Tensor(n, k)`), not a conversion of what the caller passed (`torch.LongTensor(seqs)`)
+                and not node.keywords
+                and (len(node.args) >= 2 or (len(node.args) == 1 and isinstance(node.args[0], ast.List | ast.Tuple)))
+                and not any(isinstance(a, ast.Starred) for a in node.args)
+            ):
+                return True
+            if isinstance(node, ast.BinOp):
+                node = node.left
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr != "__call__":
+                node = node.func.value
+            else:
+                break
+        if not isinstance(node, ast.Name) or depth > 0:
+            return False
+        values = [
+            n.value
+            for n in ast.walk(func)
+            if isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign)
+            and n.lineno < line
+            and any(isinstance(t, ast.Name) and t.id == node.id for t in _assign_targets(n))
+        ]
+        stored = sum(
+            1
+            for n in ast.walk(func)
+            if isinstance(n, ast.Name) and n.id == node.id and isinstance(n.ctx, ast.Store) and n.lineno < line
+        )
+        if not values or stored != len(values) or any(v is None for v in values):
+            return False  # also bound by a loop, a `with`, an unpacking or a parameter: not known
+        if node.id in {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}:
+            return False
+        return all(
+            v is not None
+            and (
+                self._made_fresh(v, func, line, depth + 1)
+                or (  # `noise = noise.cuda()`: a move of itself
+                    isinstance(v, ast.Call)
+                    and isinstance(v.func, ast.Attribute)
+                    and v.func.attr in MOVES
+                    and isinstance(v.func.value, ast.Name)
+                    and v.func.value.id == node.id
+                )
+            )
+            for v in values
+        )
+
     def _class_info(self, name: str) -> tuple[bool | None, bool]:
         """For a module class of the file: (holds parameters?, deals with devices itself?).
 
@@ -1270,7 +1329,7 @@ class CallsMixin(DevicesMixin):
                         isinstance(c, ast.Call)
                         and isinstance(c.func, ast.Attribute)
                         and c.func.attr in MOVES
-                        and not self._fresh_factory(c.func.value)
+                        and not self._made_fresh(c.func.value, node, c.lineno)
                         and not self._converts_only(c)  # `X = X.to(torch.float32)` in forward
                         and not self._to_host(c)  # `lengths.to("cpu")` for pack_padded_sequence: weights stay put
                         for c in ast.walk(node)
@@ -1280,7 +1339,10 @@ class CallsMixin(DevicesMixin):
                 if isinstance(func, ast.Attribute) and func.attr in MOVES and not self._converts_only(node):
                     receiver = (dotted(func.value) or ".").split(".")[0]
                     # an input moved to the host (`lengths.to("cpu")` to pack a sequence) leaves the weights put
-                    aware = aware or receiver == "self" or (receiver in forward_args and not self._to_host(node))
+                    # a host copy read on (`self.in_embed.weight.data.cpu().numpy()`) moves no weight either
+                    copied = self._to_host(node) and isinstance(self.ctx.parent(node), ast.Attribute)
+                    aware = aware or (receiver == "self" and not copied)
+                    aware = aware or (receiver in forward_args and not self._to_host(node))
                 if isinstance(func, ast.Attribute) and func.attr in ("register_buffer", "register_parameter"):
                     params = True
                 full = self.ctx.qualname(func) or ""
@@ -3064,3 +3126,7 @@ def _moves_own_inputs(cls: ast.ClassDef) -> bool:
             name = dotted(target) or ""
             return not (name.count(".") == 1 and name.split(".")[1] in kept)
     return False
+
+
+def _assign_targets(node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> list[ast.expr]:
+    return list(node.targets) if isinstance(node, ast.Assign) else [node.target]

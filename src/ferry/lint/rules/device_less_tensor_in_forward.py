@@ -107,7 +107,8 @@ from ferry.lint.torch_api import (
 )
 
 #: Functions that make a new tensor on the CPU unless given ``device=`` (the legacy constructors always do), but
-#: ``torch.Tensor``: it is mostly a conversion of data the caller passed, which this rule cannot tell from sizes.
+#: ``torch.Tensor``: it is mostly a conversion of data the caller passed, which this rule cannot tell from sizes
+#: (see :func:`_sizes_or_literal` for the calls it can tell).
 CPU_FACTORIES = (
     MASK_FACTORIES
     | frozenset(f"torch.{name}" for name in FACTORIES | DATA_FACTORIES | NUMPY_FACTORIES)
@@ -559,6 +560,8 @@ class Flow:
     def cpu_factory(self, call: ast.Call) -> bool | None:
         """``True``: ``call`` makes a CPU tensor of one or more dimensions; ``False``: a 0-dim one; ``None``: not."""
         name = self.ctx.call_name(call)
+        if name == "torch.Tensor" and _sizes_or_literal(call):
+            name = "torch.FloatTensor"  # `torch.Tensor(batch_size, k)`: new memory of that size, on the CPU
         if name not in CPU_FACTORIES or self.default_device_set:
             return None
         if keyword(call, "device") is not None or keyword(call, "out") is not None or has_double_star(call):
@@ -1113,7 +1116,7 @@ class Flow:
             return
         makers: set[ast.AST] = set()
         for call in ctx.nodes(ast.Call):
-            if _called_name(call) in FACTORY_NAMES and ctx.call_name(call) in CPU_FACTORIES and self.cpu_factory(call):
+            if _called_name(call) in FACTORY_NAMES | {"Tensor"} and self.cpu_factory(call):
                 maker = ctx.enclosing_function(call)
                 if maker is not None:
                     makers.add(maker)
@@ -1764,3 +1767,15 @@ RULE = Rule(
     doc=__doc__ or "",
     check=check,
 )
+
+
+def _sizes_or_literal(call: ast.Call) -> bool:
+    """``torch.Tensor(n, k)`` (two or more sizes) or ``torch.Tensor([0.5, 0.5])``: a new CPU tensor, not a conversion.
+
+    One other argument may be a tensor the caller passed (``torch.Tensor(x)`` keeps no device: it is left alone).
+    """
+    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if len(call.args) >= 2:
+        return True
+    return len(call.args) == 1 and isinstance(call.args[0], ast.List | ast.Tuple)
