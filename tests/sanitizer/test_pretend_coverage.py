@@ -499,3 +499,14 @@ def test_one_hot_ctc_quantile_combinations_and_type_as_run_as_on_a_gpu() -> None
         assert (CUDA0, torch.long) == (typed.device, typed.dtype)
         with pytest.raises(RuntimeError, match="same device"):
             F.one_hot(index) + torch.ones(3, 3, dtype=torch.long)  # a user's CPU tensor still raises
+
+
+def test_a_torch_size_given_to_legacy_constructors_stays_sizes_on_the_pretend_gpu() -> None:
+    """Beta-VAE's `std.data.new(std.size()).normal_()`: a torch.Size is sizes, not data (shape (2,) before)."""
+    with pretend_cuda():
+        std = torch.rand(8, 4, device="cuda")
+        eps = std.data.new(std.size()).normal_()
+        assert (CUDA0, (8, 4)) == (eps.device, tuple(eps.shape))
+        assert (8, 4) == tuple((std * eps).shape)
+        assert (8, 4) == tuple(torch.cuda.FloatTensor(std.size()).shape)
+        assert (2,) == tuple(std.new((8, 4)).shape)  # a plain tuple is data, as on a real GPU

@@ -707,8 +707,16 @@ def _without_onednn() -> Iterator[None]:
 
 
 def _cpu_data(data: Any) -> Any:
-    """``data`` for a tensor factory, with every pretend tensor in it replaced by its CPU data."""
-    return tree_map(lambda x: real_tensor(x).detach() if is_pretend(x) else x, data)
+    """``data`` for a tensor factory, with every pretend tensor in it replaced by its CPU data.
+
+    A ``torch.Size`` stays one: ``t.new(t.size())`` and ``torch.cuda.FloatTensor(t.size())`` read it as sizes, where a
+    plain tuple would be data.
+    """
+    return tree_map(
+        lambda x: real_tensor(x).detach() if is_pretend(x) else x,
+        data,
+        is_leaf=lambda x: isinstance(x, torch.Size),
+    )
 
 
 def _legacy_target(dtype: Any) -> tuple[bool | None, torch.dtype]:
