@@ -91,6 +91,7 @@ def run_program(
     out, err = io.StringIO(), io.StringIO()
     cwd = os.getcwd()
     argv = sys.argv
+    environ = dict(os.environ)  # VDSR's eval sets `CUDA_VISIBLE_DEVICES` for the process
     state = torch.random.get_rng_state()
     printer = builtins.print
     torch.manual_seed(0)
@@ -124,6 +125,13 @@ def run_program(
             sys.argv = argv
             torch.random.set_rng_state(state)
             torch.backends.cudnn.benchmark = False
+            # what a fresh process starts with: deeplab-pytorch's `test` turns autograd off for the whole process
+            # (`torch.set_grad_enabled(False)`), and a program that fails before it turns it back on would leave
+            # the next program run in this interpreter without gradients
+            torch.set_grad_enabled(True)
+            torch.set_default_dtype(torch.float32)
+            os.environ.clear()
+            os.environ.update(environ)
             builtins.print = printer  # a worker process of a distributed script may silence print
             # a program that failed before its `destroy_process_group()` leaves its group behind, and the next
             # program run in this interpreter would fail at its `init_process_group` (a fresh process has none)
