@@ -221,13 +221,17 @@ def _arithmetic_use(
             if _self_attribute(node) != attr or not isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
                 continue
             parent = ctx.parent(node)
-            while (isinstance(parent, ast.Subscript) and parent.value is node) or (
-                isinstance(parent, ast.Attribute) and parent.attr in _SAME_PLACE
-            ):  # `self.pe[:, : x.size(1)]`, `self.mean.view(1, 3, 1, 1)`: the same tensor
+            while (
+                (isinstance(parent, ast.Subscript) and parent.value is node)
+                or (isinstance(parent, ast.Attribute) and parent.attr in _SAME_PLACE)
+                or (isinstance(parent, ast.Call) and parent.args[:1] == [node] and _wraps(ctx, parent))
+            ):  # `self.pe[:, : x.size(1)]`, `self.mean.view(1, 3, 1, 1)`, `nn.Parameter(self.pe)`: the same tensor
                 above = ctx.parent(parent) if isinstance(parent, ast.Attribute) else parent
                 if above is None:
                     break
                 node, parent = above, ctx.parent(above)
+            if isinstance(parent, ast.Attribute) and parent.attr in ("to", "cuda"):
+                continue  # `nn.Parameter(self.pe, requires_grad=False).to(self.device)`: moved where it is used
             if isinstance(parent, ast.BinOp) and isinstance(parent.op, _ARITHMETIC):
                 return parent, name
             if isinstance(parent, ast.Call) and node in parent.args:
@@ -239,6 +243,16 @@ def _arithmetic_use(
                 ):
                     return parent, name
     return None
+
+
+def _wraps(ctx: FileContext, call: ast.Call) -> bool:
+    """``nn.Parameter(t)``, ``Variable(t)``: the tensor ``t`` itself, where it is."""
+    return ctx.call_name(call) in (
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+        "torch.autograd.Variable",
+        "torch.autograd.variable.Variable",
+    )
 
 
 def _module_container(ctx: FileContext, value: ast.expr) -> str | None:

@@ -569,6 +569,20 @@ def _constructions(ctx: FileContext) -> dict[str, list[ast.Call]]:
     return found
 
 
+def _moving_iterators(ctx: FileContext) -> frozenset[str]:
+    """Classes of the file with ``__iter__`` or ``__next__`` that move tensors (``.to(...)``, ``.cuda()``) there."""
+    found: set[str] = set()
+    for cls in ctx.nodes(ast.ClassDef):
+        if not any(isinstance(m, ast.FunctionDef) and m.name in ("__iter__", "__next__") for m in cls.body):
+            continue
+        if any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("to", "cuda")
+            for n in ast.walk(cls)
+        ):
+            found.add(cls.name)
+    return frozenset(found)
+
+
 def _calls_by_name(func: ast.AST, callee: ast.AST) -> bool:
     """Whether ``func`` calls the function ``callee`` by its name (``parse(argv)``)."""
     name = getattr(callee, "name", None)
@@ -3645,7 +3659,9 @@ class _Flow(CallsMixin):
         if val.what == "batch":  # `x, y = batch`, `for x in batch`: a tensor of the batch
             return Val("tensor", val.where)
         if val.what == "unknown" and isinstance(iterable, ast.Name | ast.Attribute) and loader_name(iterable):
-            return Val("batch")
+            # unless it may be one of the file's own iterators that move their batches (Chinese-Text-Classification's
+            # `DatasetIterater.__next__` returns `torch.LongTensor(...).to(self.device)`)
+            return UNKNOWN if self.ctx.shared(_moving_iterators) else Val("batch")
         if isinstance(iterable, ast.Call):
             name = self.ctx.call_name(iterable)
             args = iterable.args

@@ -1055,9 +1055,26 @@ class Flow:
             return None  # `_init_weights`: built once on the CPU and copied into the parameter, not at every call
         if receiver is not None and receiver.where == "cpu" and here is not None and self._sized_by_input(func.value):
             for origin in sorted(receiver.origins, key=_position):
-                if self.ctx.enclosing_function(origin) is not here:
+                if self.ctx.enclosing_function(origin) is not here and not self._numpy_data(origin):
                     self.meetings.setdefault(origin, Meeting(origin, node, "copied"))
         return follows
+
+    def _numpy_data(self, origin: ast.AST) -> bool:
+        """``torch.from_numpy(np.random.binomial(...))``: NumPy data, which only a copy gets onto a device.
+
+        TS2Vec's ``generate_binomial_mask`` returns it and the caller moves it: creating it there is no option.
+        """
+        if not isinstance(origin, ast.Call):
+            return False
+        full = self.ctx.call_name(origin)
+        if full == "torch.from_numpy":
+            return True
+        data = origin.args[0] if origin.args else None
+        if full not in DATA_CALLS or data is None:
+            return False
+        kind = self.ctx.kind(data)
+        made = self.ctx.call_name(data) if isinstance(data, ast.Call) else None
+        return (kind is not None and kind.name == "ndarray") or (made or "").startswith("numpy.")
 
     def _input_device(self, target: ast.expr, depth: int = 0) -> Dev | None:
         """The input whose device a move's target names.
