@@ -745,7 +745,11 @@ def _stacked(ctx: FileContext, cls: ast.ClassDef, attr: str) -> bool:
 
 
 #: Calls that only read what they are given: copies and saves leave the original where it is.
-_READ_ONLY_CALLS = frozenset({"copy.deepcopy", "copy.copy", "torch.save", "pickle.dump", "pickle.dumps"})
+_READ_ONLY_CALLS = frozenset(
+    {"copy.deepcopy", "copy.copy", "torch.save", "pickle.dump", "pickle.dumps", "torch.optim.swa_utils.AveragedModel"}
+)
+#: Methods that only read the module handed to them: ``swa_model.update_parameters(model)`` averages its weights.
+_READING_METHODS = frozenset({"update_parameters"})
 
 
 def _made_in(init: ast.AST) -> dict[str, set[str]]:
@@ -833,6 +837,8 @@ def _instance_uses(
                         handled.add(owner.attr)
                 if isinstance(func, ast.Name) and func.id in HARMLESS_READS:
                     continue  # `len(self.data)`
+                if isinstance(func, ast.Attribute) and func.attr in _READING_METHODS:
+                    continue  # `self.net.update_parameters(self._net)`: reads the weights, moves nothing
                 if ctx.call_name(node) in _READ_ONLY_CALLS or _torch_reads(ctx.call_name(node) or ""):
                     continue  # `self.actor_target = copy.deepcopy(self.actor)` in TD3's `load`: a copy, read only
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
@@ -2213,12 +2219,16 @@ class _Flow(CallsMixin):
         names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]  # after `self`
         readings: list[tuple[list[Val], dict[str | None, Val]]] = []
         for site in sites:  # several constructions: the values they agree on (Rainbow's two replay memories)
-            if any(isinstance(a, ast.Starred) for a in site.args) or any(k.arg is None for k in site.keywords):
+            if any(isinstance(a, ast.Starred) for a in site.args):
                 return {}
+            # `TS2Vec(input_dims=..., device=device, **config)`: what is named explicitly is still known (a `**`
+            # that names it too fails), the rest is not
             read = self.constructions.get(site)
             if not read:
                 reader.env = dict(self.seeds or {})
                 read = [([reader.ev(arg) for arg in site.args], {k.arg: reader.ev(k.value) for k in site.keywords})]
+            if any(k.arg is None for k in site.keywords):
+                read = [(args, {**kwargs, None: UNKNOWN}) for args, kwargs in read]
             readings.extend(read)
         agreed: dict[str, Val] = {}
         named = {*names, *(a.arg for a in init.args.kwonlyargs)}
@@ -2228,7 +2238,7 @@ class _Flow(CallsMixin):
             extra = {k: v for k, v in kwargs.items() if k is not None and k not in named}
             # a module built by the caller keeps where it was built (FRY007 is reported there)
             given = {k: _handed(v) for k, v in given.items()}
-            if init.args.kwarg is not None:  # `SimCLR(model=model, args=args)` into `__init__(self, **kwargs)`
+            if init.args.kwarg is not None and None not in kwargs:  # `SimCLR(model=model, args=args)` into `**kwargs`
                 given[init.args.kwarg.arg] = keyed(extra, [_handed(v) for v in extra.values()])
             agreed = given if i == 0 else {k: v for k, v in agreed.items() if given.get(k) == v}
         kept = ("module", "device", "dataset", "loader", *TENSORISH)
@@ -2643,6 +2653,12 @@ class _Flow(CallsMixin):
             values = self.ctx.kinds.assigned_values(name) if name else []
             if len(values) == 1 and isinstance(values[0], ast.expr):
                 return self._accelerator_branch(values[0], depth + 1)
+            if 1 < len(values) <= 4 and all(isinstance(v, ast.expr) for v in values):
+                # `cuda = opt.cuda` in `main` and again in the module's code (VDSR's train and eval scripts in one
+                # file): every binding decides the same way
+                decided = {self._accelerator_branch(v, depth + 1) for v in values if isinstance(v, ast.expr)}
+                if len(decided) == 1 and None not in decided:
+                    return decided.pop()
             if not values:  # a flag of the command line (`--cuda`, `--no_cuda`), never assigned in the file
                 last = (test.id if isinstance(test, ast.Name) else test.attr).lower()
                 if last in GPU_FLAGS or _store_true_gpu_option(self.ctx, last):

@@ -633,6 +633,11 @@ class CallsMixin(DevicesMixin):
         if full in ("copy.deepcopy", "copy.copy") and len(node.args) == 1 and args[0].what in ("module", *TENSORISH):
             # `self.actor_target = copy.deepcopy(self.actor)`: a new module or tensor, where the original is
             return replace(args[0], origin=None, name=None, moved_at=None)
+        if full == "torch.optim.swa_utils.AveragedModel" and args and args[0].what == "module":
+            # a deep copy of the model, where it is, or on `device=` when given (TS2Vec's `self.net`)
+            swa_device = node.args[1] if len(node.args) > 1 else device
+            where = args[0].where if swa_device is None else self.device_where(swa_device)
+            return replace(args[0], where=where, origin=None, name=None, moved_at=None, fresh=False)
         if full == "functools.partial" and node.args and isinstance(node.args[0], ast.Name):
             named = node.args[0].id
             defined = [f for f in self.ctx.tree.body if isinstance(f, ast.FunctionDef) and f.name == named]
@@ -1977,15 +1982,15 @@ class CallsMixin(DevicesMixin):
             return self._item_never_moved(func, origin)
         if not isinstance(func, ast.Name):
             return False
-        if func.id in self.global_names():
-            return False
+        home = self.ctx.enclosing_function(origin) if origin is not None else None
+        if func.id in self.global_names() and not self._only_global_writer(func.id, home):
+            return False  # another function may rebind it (VDSR's `global opt, model` in `main` alone is fine)
         names = {func.id}
         aliases = self._aliases()
         for _ in range(3):  # `raw_model = model`: what is done to an alias is done to the module
             names |= {alias for name in names for alias in aliases.get(name, ())}
         nodes = [n for name in names for n in [*self._escapes().get(name, []), *self._moved_names().get(name, [])]]
         inside = {id(n) for n in ast.walk(origin)} if origin is not None else set()  # the statement that built it
-        home = self.ctx.enclosing_function(origin) if origin is not None else None
         return not any(
             self._may_run_before(node, func)
             and not self._runs_before(node, origin)
@@ -1993,6 +1998,26 @@ class CallsMixin(DevicesMixin):
             and not self._other_variable(node, home)
             for node in nodes
         )
+
+    def _only_global_writer(self, name: str, home: ast.AST | None) -> bool:
+        """Whether ``home`` (a function) is the only one that declares ``name`` ``global`` and binds it.
+
+        Its other uses (moves, hand-offs, in any function or in the module's code) are then read as for a local.
+        """
+        if not isinstance(home, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        for node in self.ctx.nodes(ast.Global):
+            if name not in node.names:
+                continue
+            scope = self.ctx.enclosing_function(node)
+            if scope is home:
+                continue
+            if scope is None or any(
+                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store | ast.Del)
+                for n in ast.walk(scope)
+            ):
+                return False
+        return True
 
     def _other_variable(self, node: ast.AST, home: ast.AST | None) -> bool:
         """Whether ``node`` (a move or hand-off of a name) is in another function that binds that name itself.

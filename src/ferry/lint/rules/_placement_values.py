@@ -58,7 +58,7 @@ TENSOR_ONLY_METHODS = frozenset(
 SAFE_MODULE_USES = SAME_MODULE | frozenset(
     """
     parameters named_parameters buffers named_buffers modules named_modules children named_children state_dict
-    load_state_dict zero_grad forward training weight bias num_parameters apply
+    load_state_dict zero_grad forward training weight bias num_parameters apply update_parameters
     """.split()
 )
 #: Context managers that do not change where new tensors and modules go.
