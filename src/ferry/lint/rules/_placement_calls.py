@@ -724,6 +724,9 @@ class CallsMixin(DevicesMixin):
                 element = self._element(relayed, self._peek(relayed))
                 if element.what in ("tuple", "batch", *TENSORISH):
                     return Val("seq", element=element)
+            batch = self._next_of_iterator(full, node)
+            if batch is not None:  # `DatasetIterater(batches, batch_size, device)`: its `__next__` makes each batch
+                return Val("seq", element=batch)
         if full in self.ctx.kinds.classes and self._dataset_class(full):
             return self.dataset(self.ctx.kinds.classes[full])
         if full.startswith("torchvision.datasets.") and last[:1].isupper():
@@ -966,6 +969,25 @@ class CallsMixin(DevicesMixin):
         if self.device_where(expr) != DEVICE:
             return None
         return self.segment(given) + (f".{attr}" if attr is not None else "")
+
+    def _next_of_iterator(self, name: str, node: ast.Call) -> Val | None:
+        """What each step of iterating an instance of the plain class ``name`` gives, where its ``__next__`` says.
+
+        Chinese-Text-Classification's ``DatasetIterater``: ``__iter__`` returns ``self`` and ``__next__`` returns
+        ``self._to_tensor(batches)``, tensors moved with ``.to(self.device)``, ``self.device`` as the construction
+        ``node`` gives it. ``None`` where the class is no such iterator or the batch is not a tensor or a tuple.
+        """
+        cls = self.ctx.kinds.classes[name]
+        methods = {m.name: m for m in cls.body if isinstance(m, ast.FunctionDef)}
+        iterate, step = methods.get("__iter__"), methods.get("__next__")
+        if iterate is None or step is None or not self._plain_class(cls):
+            return None
+        returned = [n.value for n in ast.walk(iterate) if isinstance(n, ast.Return)]
+        if len(returned) != 1 or not (isinstance(returned[0], ast.Name) and returned[0].id == "self"):
+            return None
+        call = ast.copy_location(ast.Call(func=node.func, args=[], keywords=[]), node)
+        batch = self.method_returned(step, call, [], {})
+        return batch if batch.what in ("tuple", *TENSORISH) and batch.what != "unknown" else None
 
     def _relayed_argument(self, name: str, node: ast.Call) -> ast.expr | None:
         """The argument of this construction of the plain class ``name`` whose items iterating the object gives.
