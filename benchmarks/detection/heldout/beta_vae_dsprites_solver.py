@@ -25,8 +25,8 @@ Changed to run here: the dSprites .npz is synthetic (squares, ellipses and heart
 and written under a temporary directory instead of downloaded; visdom is off (`--viz_on false`) and its plotting
 methods (viz_reconstruction, viz_lines), the DataGather feeding them and the CelebA/3DChairs branches are left out; torchvision's `save_image` is replaced by a small PGM writer
 and `grid2gif` (which shells out to ImageMagick) only lists the frames; `recon_loss.data[0]` (a 0-dim tensor in
-current PyTorch) is `recon_loss.item()`; tqdm's bar prints plain lines; the three argument lists are explicit; `std.data.new(std.size())` in
-`reparametrize` is `std.data.new(*std.size())` (the same tensor; the checker's pretend device mis-sizes `new(Size)`).
+current PyTorch) is `recon_loss.item()`; tqdm's bar prints plain lines; the three argument lists are explicit (and
+`std.data.new(std.size())`, once `new(*std.size())` while the pretend device read a Size as data, is as written).
 Shrunk: 384 images (the author's 737280) with the fixed traversal indices scaled to match; batch 8, 20 iterations
 then 20 more after the resume (the author's 1.5e6), display every 20 and save every 10 (the author's 10000),
 C_stop_iter 20, z_dim 4, num_workers 0.
@@ -80,7 +80,7 @@ def save_image(tensor, filename, nrow=8, pad_value=0):
 
 def reparametrize(mu, logvar):
     std = logvar.div(2).exp()
-    eps = Variable(std.data.new(*std.size()).normal_())
+    eps = Variable(std.data.new(std.size()).normal_())
     return mu + std * eps
 
 class View(nn.Module):
