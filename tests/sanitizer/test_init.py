@@ -92,6 +92,23 @@ def test_zero_dim_cpu_tensors_mix_with_any_device():
     assert (3,) == tuple(out.shape)
 
 
+def test_a_zero_dim_cpu_tensor_written_in_place_does_not_mix():
+    """`loss = torch.tensor(0.)`, then `loss += value` of a device value (TS2Vec's loss): PyTorch raises (#40986)."""
+    value = torch.randn(3, device="meta").sum()
+    loss = torch.tensor(0.0)
+    with pytest.raises(ferry.DeviceMismatchError) as caught, ferry.sanitize():
+        loss += value
+    error = caught.value
+    assert [("loss", "cpu")] == error.mismatches
+    assert "loss = loss.to(value.device)" == error.fix
+    assert "only as inputs" in str(error)
+    with ferry.sanitize() as report:  # the other way round it is an input: fine
+        total = torch.randn(3, device="meta").sum()
+        total += torch.tensor(1.0)
+        total.mul_(torch.tensor(2.0))
+    assert [] == report.findings
+
+
 def test_warn_mode_warns_and_runs_on():
     a, b = torch.randn(2, device="meta"), torch.randn(2)
     with (

@@ -510,3 +510,16 @@ def test_a_torch_size_given_to_legacy_constructors_stays_sizes_on_the_pretend_gp
         assert (8, 4) == tuple((std * eps).shape)
         assert (8, 4) == tuple(torch.cuda.FloatTensor(std.size()).shape)
         assert (2,) == tuple(std.new((8, 4)).shape)  # a plain tuple is data, as on a real GPU
+
+
+def test_a_zero_dim_cpu_tensor_written_in_place_with_a_gpu_value_raises() -> None:
+    """`a = torch.tensor(2.)` then `a += b` with `b` on a GPU raises there (pytorch#40986); as an input it mixes."""
+    with pretend_cuda():
+        b = torch.ones(3, device="cuda").sum()
+        a = torch.tensor(0.0)
+        with pytest.raises(RuntimeError, match="same device"):
+            a += b
+        assert CUDA0 == (torch.tensor(2.0) * b).device
+        c = b.clone()
+        c += torch.tensor(1.0)
+        assert CUDA0 == c.device

@@ -245,8 +245,13 @@ class SanitizerMode(TorchFunctionMode):
     def _check_devices(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         labelled = list(_labelled_tensors(args, kwargs))
         devices = {t.device for _, t in labelled}
-        if any(d.type != "cpu" for d in devices):  # PyTorch lets 0-dim CPU tensors mix with any device
-            labelled_checked = [(k, t) for k, t in labelled if not (t.device.type == "cpu" and t.dim() == 0)]
+        written = _writes_into_first(func)  # `loss += x`: the 0-dim CPU `loss` is the output, not an input
+        if any(d.type != "cpu" for d in devices):  # PyTorch lets 0-dim CPU tensors mix with any device, as inputs
+            labelled_checked = [
+                (k, t)
+                for k, t in labelled
+                if not (t.device.type == "cpu" and t.dim() == 0 and not (written and k == "args[0]"))
+            ]
         else:
             labelled_checked = labelled
         if len({t.device for _, t in labelled_checked}) < 2:
@@ -266,14 +271,15 @@ class SanitizerMode(TorchFunctionMode):
             where, frame = passed, None
         mismatches = [
             (name, str(t.device))
-            for name, (_, t) in zip(names, labelled, strict=True)
-            if t.device != expected and not (t.device.type == "cpu" and t.dim() == 0)
+            for name, (label, t) in zip(names, labelled, strict=True)
+            if t.device != expected
+            and not (t.device.type == "cpu" and t.dim() == 0 and not (written and label == "args[0]"))
         ]
         arguments = [
             (name, str(t.device), tuple(t.shape), str(t.dtype).removeprefix("torch."))
             for name, (_, t) in zip(names, labelled, strict=True)
         ]
-        fix = self._fix(names, labelled, expected, user_names, chosen)
+        fix = self._fix(names, labelled, expected, user_names, chosen, written)
         if passed is not None:
             fix = self._fix_input(labelled, expected, chosen)
         module_path = self.modules.path()
@@ -281,13 +287,19 @@ class SanitizerMode(TorchFunctionMode):
         in_module = (
             f" in module `{module_path or type(self.modules.current).__name__}`" if module_path is not None else ""
         )
+        into = labelled[0][1] if written and labelled and labelled[0][0] == "args[0]" else None
+        written_note = (
+            ", and only as inputs: an in-place operation writes into its first tensor"
+            if into is not None and into.device.type == "cpu" and into.dim() == 0 and expected.type != "cpu"
+            else ""
+        )
         width = max(len(a[0]) for a in arguments)
         table = "\n".join(f"    {n:<{width}}  {d:<8} {s!s:<16} {dt}" for n, d, s, dt in arguments)
         message = (
             f"device mismatch: {op} got tensors on {' and '.join(sorted({d for _, d, _, _ in arguments}))} at "
             f"{where}{in_module}:\n" + (f"    {where.text}\n" if where.text else "") + f"{table}\n"
             f"PyTorch runs one operation on one device and does not copy between devices for you (only 0-dim CPU "
-            f"tensors mix with other devices). Move the tensor before the call:\n    {fix}"
+            f"tensors mix with other devices{written_note}). Move the tensor before the call:\n    {fix}"
         )
         built = self._built_here(labelled, names, expected, frame, where, user_names) if frame is not None else None
         if built is not None:
@@ -404,13 +416,15 @@ class SanitizerMode(TorchFunctionMode):
         expected: torch.device,
         user_names: dict[int, str],
         chosen: str | None = None,
+        written: bool = False,
     ) -> str:
         reference = next((user_names[id(t)] for _, t in labelled if t.device == expected and id(t) in user_names), None)
         # the script's own device variable, else a tensor already there; a literal 'cuda:0' only as the last resort
         # (it would hard-code the device the script chose, FRY002)
         to = chosen or (f"{reference}.device" if reference else repr(str(expected)))
-        for name, (_, t) in zip(names, labelled, strict=True):
-            if t.device == expected or (t.device.type == "cpu" and t.dim() == 0):
+        for name, (label, t) in zip(names, labelled, strict=True):
+            scalar = t.device.type == "cpu" and t.dim() == 0 and not (written and label == "args[0]")
+            if t.device == expected or scalar:
                 continue
             own = self.modules.tensor_name(t)
             holder = self.modules.unregistered_holder() if own is not None else None
@@ -639,6 +653,25 @@ def _mixed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
                     elif device != first:
                         return True
     return False
+
+
+def _writes_into_first(func: Any) -> bool:
+    """Whether ``func`` computes into its first argument (``Tensor.__iadd__``, ``Tensor.mul_``).
+
+    PyTorch lets a 0-dim CPU tensor join an operation on another device only as an input: ``loss =
+    torch.tensor(0.)`` then ``loss += cuda_value`` raises on a GPU (pytorch#40986). Not ``fill_``-style methods,
+    whose argument is a value read once.
+    """
+    name = getattr(func, "__name__", "")
+    if name.startswith("__i") and name.endswith("__"):
+        return True
+    return name.endswith("_") and not name.endswith("__") and name not in _VALUE_METHODS
+
+
+#: In-place methods whose tensor argument is a value read once, not an operand computed with.
+_VALUE_METHODS = frozenset(
+    {"fill_", "zero_", "set_", "copy_", "index_put_", "masked_fill_", "resize_", "requires_grad_"}
+)
 
 
 def _labelled_tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[tuple[str, Tensor]]:

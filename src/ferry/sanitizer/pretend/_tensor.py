@@ -383,10 +383,28 @@ def result_device(func: Any, flat_args: list[Any]) -> torch.device:
     common = next((d for d in devices if d.type != "cpu"), _CPU)
     if func not in _CROSS_DEVICE_OPS and not getattr(_COMPOSITE, "depth", 0) and not _in_native_backward():
         scalars = getattr(func, "overloadpacket", None) not in _SAME_DEVICE_OPS
-        for t, d in zip(tensors, devices, strict=True):
-            if d != common and not (scalars and d.type == "cpu" and t.dim() == 0):
+        # an in-place op writes into its first tensor: a 0-dim CPU tensor mixes in as an input only, so
+        # `loss = torch.tensor(0.)` then `loss += cuda_value` raises on a GPU (TensorIterator's outputs)
+        written = _writes_first(func)
+        for i, (t, d) in enumerate(zip(tensors, devices, strict=True)):
+            mixes = scalars and d.type == "cpu" and t.dim() == 0 and not (written and i == 0)
+            if d != common and not mixes:
                 raise mismatch_error(common, d)
     return common
+
+
+def _writes_first(func: Any) -> bool:
+    """Whether ``func`` is an in-place ATen op computed element-wise into its first argument (``add_``, ``mul_``).
+
+    Not ``fill_``/``zero_``-style ops, whose other argument is a value read once.
+    """
+    schema = getattr(func, "_schema", None)
+    name = schema.name.split("::")[-1] if schema is not None else ""
+    return name.endswith("_") and not name.endswith("__") and name not in _VALUE_INPLACE_OPS
+
+
+#: In-place ops whose tensor argument is a value read once, not an operand of ``TensorIterator``.
+_VALUE_INPLACE_OPS = frozenset({"fill_", "zero_", "set_", "copy_", "index_put_", "masked_fill_", "resize_"})
 
 
 def _check_index(args: tuple[Any, ...]) -> None:
