@@ -66,6 +66,8 @@ FACTORIES = frozenset(
 #: NumPy functions that convert a tensor through ``Tensor.__array__``, that is ``Tensor.numpy()``: they raise on a
 #: tensor on an accelerator.
 NUMPY_CONVERSIONS = frozenset({"numpy.asarray", "numpy.array", "numpy.asanyarray", "numpy.ascontiguousarray"})
+#: Prefixes of functions that turn every array-like argument into a NumPy array (``Tensor.__array__``, ``.numpy()``).
+ARRAY_CONVERTING = ("sklearn.metrics.",)
 
 #: ``torch.<name>`` that make a tensor from data, on the CPU unless given ``device=`` (``as_tensor`` and ``asarray``
 #: leave a tensor they are given where it is).

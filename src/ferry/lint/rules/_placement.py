@@ -109,7 +109,7 @@ from ferry.lint.torch_api import (
     TENSOR_CLASSES,
 )
 
-__all__ = ["Report", "device_numpy", "reports", "tensor_moves"]
+__all__ = ["Report", "converted_argument", "device_numpy", "reports", "tensor_moves"]
 
 _ORDERINGS = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
@@ -129,6 +129,7 @@ class _Analysis:
     tensor_moves: frozenset[ast.Call]
     device_numpy: dict[ast.Call, Val]
     host_fed: frozenset[ast.AST] = frozenset()
+    converted: dict[ast.Call, int] | None = None
 
 
 def _has_unknown_batch(val: Val, depth: int = 0) -> bool:
@@ -190,7 +191,9 @@ def _analyse(ctx: FileContext) -> _Analysis:
         return _Analysis([], frozenset(), {})
     flow = _Flow(ctx)
     found = flow.run()
-    return _Analysis(found, frozenset(flow.tensor_moves), dict(flow.device_numpy), flow.host_fed())
+    return _Analysis(
+        found, frozenset(flow.tensor_moves), dict(flow.device_numpy), flow.host_fed(), dict(flow.converted)
+    )
 
 
 def _analysed(ctx: FileContext) -> _Analysis:
@@ -222,6 +225,14 @@ def device_numpy(ctx: FileContext) -> dict[ast.Call, str]:
     dataset items, the file's functions called with device values, module outputs) reaches the rule this way.
     """
     return {call: val.dev or "" for call, val in _analysed(ctx).device_numpy.items()}
+
+
+def converted_argument(ctx: FileContext, call: ast.Call) -> int:
+    """The position of the device tensor among the arguments of a converting call of :func:`device_numpy`.
+
+    ``np.asarray(t)``: 0; ``sklearn.metrics.accuracy_score(labels, preds)``: whichever is on the device.
+    """
+    return (_analysed(ctx).converted or {}).get(call, 0)
 
 
 def tensor_moves(ctx: FileContext) -> frozenset[ast.Call]:
@@ -1041,6 +1052,8 @@ class _Flow(CallsMixin):
         self.tensor_moves: set[ast.Call] = set()
         #: ``x.numpy()`` of tensors on the chosen device (see :func:`device_numpy`)
         self.device_numpy: dict[ast.Call, Val] = {}
+        #: for the calls in `device_numpy` that convert their arguments: which argument is the device tensor
+        self.converted: dict[ast.Call, int] = {}
 
     # -- scopes -----------------------------------------------------------------------------------------------
 

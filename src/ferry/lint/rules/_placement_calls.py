@@ -49,6 +49,7 @@ from ferry.lint.rules._placement_values import (
 )
 from ferry.lint.torch_api import (
     ACCELERATOR_MOVES,
+    ARRAY_CONVERTING,
     COMBINING_FUNCTIONS,
     COMBINING_METHODS,
     COMPILERS,
@@ -97,6 +98,7 @@ class CallsMixin(DevicesMixin):
     _aliased: dict[ast.AST, dict[str, set[str]]]
     tensor_moves: set[ast.Call]
     device_numpy: dict[ast.Call, Val]
+    converted: dict[ast.Call, int]
     _classes: dict[str, tuple[bool | None, bool]]
 
     local_functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
@@ -213,6 +215,16 @@ class CallsMixin(DevicesMixin):
             return self._returned_by(nested, node, args, kwargs)
         if full in NUMPY_CONVERSIONS and args and args[0].what in TENSORISH and args[0].where == DEVICE:
             self.device_numpy.setdefault(node, args[0])  # `np.asarray(probs)`: `Tensor.__array__` is `.numpy()`
+        if (
+            full is not None
+            and full.startswith(ARRAY_CONVERTING)
+            and not any(isinstance(a, ast.Starred) for a in node.args)
+        ):
+            # `metrics.accuracy_score(true, predic)`: scikit-learn makes NumPy arrays of what it is given
+            at = next((i for i, a in enumerate(args) if a.what in TENSORISH and a.where == DEVICE), None)
+            if at is not None and node not in self.device_numpy:
+                self.device_numpy[node] = args[at]
+                self.converted[node] = at
         if callee is None and full is not None:
             known = self._function(full, node, args, kwargs)
             if known is not None:

@@ -43,9 +43,9 @@ from collections.abc import Iterator
 
 from ferry.lint.context import FileContext
 from ferry.lint.model import Edit, Finding, Fix, Rule
-from ferry.lint.rules._placement import device_numpy
+from ferry.lint.rules._placement import converted_argument, device_numpy
 from ferry.lint.rules._tensors import describe, keyword, places
-from ferry.lint.torch_api import ACCELERATORS, NUMPY_CONVERSIONS
+from ferry.lint.torch_api import ACCELERATORS, ARRAY_CONVERTING, NUMPY_CONVERSIONS
 
 
 def _decides_on_devices(ctx: FileContext, node: ast.AST) -> bool:
@@ -66,8 +66,9 @@ def check(ctx: FileContext) -> Iterator[Finding]:
     flowed = device_numpy(ctx)
     for call in ctx.nodes(ast.Call):
         func = call.func
-        if call in flowed and ctx.qualname(func) in NUMPY_CONVERSIONS and not _decides_on_devices(ctx, call):
-            yield _conversion_finding(ctx, call, flowed[call])
+        converting = ctx.qualname(func) in NUMPY_CONVERSIONS or (ctx.qualname(func) or "").startswith(ARRAY_CONVERTING)
+        if call in flowed and converting and not _decides_on_devices(ctx, call):
+            yield _conversion_finding(ctx, call, flowed[call], converted_argument(ctx, call))
             continue
         if not (isinstance(func, ast.Attribute) and func.attr == "numpy" and not call.args):
             continue
@@ -96,9 +97,12 @@ def check(ctx: FileContext) -> Iterator[Finding]:
         )
 
 
-def _conversion_finding(ctx: FileContext, call: ast.Call, chosen: str) -> Finding:
-    """``np.asarray(t)`` of a device tensor: NumPy converts it with ``Tensor.__array__``, which is ``.numpy()``."""
-    arg = call.args[0]
+def _conversion_finding(ctx: FileContext, call: ast.Call, chosen: str, index: int = 0) -> Finding:
+    """``np.asarray(t)`` of a device tensor: NumPy converts it with ``Tensor.__array__``, which is ``.numpy()``.
+
+    ``index``: the argument that is on the device (``accuracy_score(labels, preds)``: either).
+    """
+    arg = call.args[index]
     shown = describe(ctx, arg)
     if not isinstance(arg, ast.Name | ast.Attribute | ast.Call | ast.Subscript):
         shown = f"({shown})"
@@ -113,7 +117,7 @@ def _conversion_finding(ctx: FileContext, call: ast.Call, chosen: str) -> Findin
     return Finding(
         call,
         message=f"`{shown}` may live on {on}, and `{name}(...)` converts it with `.numpy()`, which raises there; "
-        f"copy it to the CPU first: `{name}({shown}.detach().cpu())`",
+        f"copy it to the CPU first: `{shown}.detach().cpu()`",
         fix=Fix("Copy to the CPU first: `.detach().cpu()`", edits) if edits else None,
     )
 
