@@ -6,7 +6,8 @@ Finds ``.numpy()`` called on a tensor that lives on an accelerator, with no ``.c
 moved there with ``.cuda()`` or ``.to(device)``, made by a factory without ``device=`` after
 ``torch.set_default_device(device)`` or inside ``with torch.device(device):``, computed from such tensors, or the output
 of a module moved there, wherever the shared device flow follows it (tuple unpacking, DataLoader batches and dataset
-items, the file's functions called with device values). Not reported: tensors whose device the file does not show
+items, the file's functions called with device values). Also conversions that call ``.numpy()`` for you:
+``np.asarray(t)`` and its kin, and scikit-learn's metrics (``metrics.accuracy_score(labels, preds)``). Not reported: tensors whose device the file does not show
 (function parameters, devices it cannot resolve), ``.numpy(force=True)``, and code under a test about devices (``if
 device.type == "cpu":``).
 
