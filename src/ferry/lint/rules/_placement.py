@@ -1077,7 +1077,7 @@ class _Flow(CallsMixin):
 
     def run(self) -> list[Report]:
         tree = self.ctx.tree
-        self._scope(tree, tree.body, {}, frozenset(self.global_names()))
+        self._scope(tree, tree.body, {}, frozenset(self.global_names() - self._settled_globals()))
         declared: dict[ast.AST | None, set[str]] = {}
         statements: list[ast.Global | ast.Nonlocal] = [*self.ctx.nodes(ast.Global), *self.ctx.nodes(ast.Nonlocal)]
         for statement in statements:
@@ -2269,6 +2269,49 @@ class _Flow(CallsMixin):
             if full in TENSOR_CLASSES or full == "Tensor":
                 return Val("tensor")
         return UNKNOWN
+
+    def _settled_globals(self) -> set[str]:
+        """Globals that functions rebind only before the module's code binds them itself, as the module reads them.
+
+        VDSR's training script (`main` declares `global opt, model`) is called at the top of the module's code, and
+        the evaluation script after it binds `model = torch.load(...)["model"]` and `opt` again: from there on, no
+        function that rebinds them runs, so the module's own values hold. Only where each such function is called
+        by name from the module's code alone (never from a function, never passed on), before the first binding.
+        """
+        settled: set[str] = set()
+        body = self.ctx.tree.body
+        for name in self.global_names():
+            bound = [
+                i
+                for i, stmt in enumerate(body)
+                if any(
+                    isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(stmt)
+                )
+                and not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            ]
+            if not bound:
+                continue
+            writers = {
+                func.name
+                for node in self.ctx.nodes(ast.Global)
+                if name in node.names
+                and isinstance(func := self.ctx.enclosing_function(node), ast.FunctionDef | ast.AsyncFunctionDef)
+            }
+            if not writers or any(self.ctx.enclosing_function(n) is None for n in self.ctx.nodes(ast.Global)):
+                continue
+            ok = True
+            for use in self.ctx.nodes(ast.Name):
+                if use.id not in writers or not isinstance(use.ctx, ast.Load):
+                    continue
+                parent = self.ctx.parent(use)
+                top = next((i for i, stmt in enumerate(body) if use in set(ast.walk(stmt))), None)
+                called = isinstance(parent, ast.Call) and parent.func is use
+                if not called or self.ctx.enclosing_function(use) is not None or top is None or top >= bound[0]:
+                    ok = False
+                    break
+            if ok:
+                settled.add(name)
+        return settled
 
     def global_names(self) -> set[str]:
         """Names some function declares ``global`` and rebinds: assignments anywhere may change them.

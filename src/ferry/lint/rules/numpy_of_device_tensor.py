@@ -7,9 +7,9 @@ moved there with ``.cuda()`` or ``.to(device)``, made by a factory without ``dev
 ``torch.set_default_device(device)`` or inside ``with torch.device(device):``, computed from such tensors, or the output
 of a module moved there, wherever the shared device flow follows it (tuple unpacking, DataLoader batches and dataset
 items, the file's functions called with device values). Also conversions that call ``.numpy()`` for you:
-``np.asarray(t)`` and its kin, and scikit-learn's metrics (``metrics.accuracy_score(labels, preds)``). Not reported: tensors whose device the file does not show
-(function parameters, devices it cannot resolve), ``.numpy(force=True)``, and code under a test about devices (``if
-device.type == "cpu":``).
+``np.asarray(t)`` and its kin, and scikit-learn's metrics (``metrics.accuracy_score(labels, preds)``). Not reported:
+tensors whose device the file does not show (function parameters, devices it cannot resolve), ``.numpy(force=True)``,
+and code under a test about devices (``if device.type == "cpu":``).
 
 ## Why is this bad
 ``Tensor.numpy()`` only works on CPU tensors. On a GPU it raises ``TypeError: can't convert cuda:0 device type
