@@ -102,7 +102,15 @@ from ferry.lint.rules._training import (
     scope_node,
     walk_scope,
 )
-from ferry.lint.torch_api import LEGACY_CONSTRUCTORS, LOADS, MODE_FREE_LAYERS, MOVES, NO_GRAD, PARALLEL_WRAPPERS
+from ferry.lint.torch_api import (
+    LEGACY_CONSTRUCTORS,
+    LOADS,
+    MODE_DEPENDENT_LAYERS,
+    MODE_FREE_LAYERS,
+    MOVES,
+    NO_GRAD,
+    PARALLEL_WRAPPERS,
+)
 
 #: Methods through which a model is used for prediction.
 PREDICT_METHODS = frozenset({"forward", "inference", "predict"})
@@ -1096,6 +1104,106 @@ def _evaluated_after_training_by_methods(facts: _Facts) -> Iterator[Finding]:
                     site, switch = found
                     message = _evaluation_message(ctx, method, model, predictions[0], site, switch)
                     yield Finding(predictions[0], message=message)
+                    continue
+                built = _built_and_never_switched(facts, cls, method, model.split(".", 1)[1], predictions[0])
+                if built is not None:
+                    yield Finding(
+                        predictions[0],
+                        message=f"`{model}` predicts in training mode: it was built at line {built.lineno} (a new "
+                        "module is in training mode) with dropout or batch norm, and nothing switches it to eval "
+                        f"mode before this call; fix: call `{model}.eval()` first (and `{model}.train()` where "
+                        "training resumes)",
+                    )
+
+
+def _built_and_never_switched(
+    facts: _Facts,
+    cls: ast.ClassDef,
+    method: ast.FunctionDef | ast.AsyncFunctionDef,
+    attr: str,
+    prediction: ast.Call,
+) -> ast.Assign | None:
+    """The ``__init__`` statement that builds ``self.<attr>``, when nothing switches its mode before ``prediction``.
+
+    TS2Vec keeps ``self.net = torch.optim.swa_utils.AveragedModel(self._net)`` and its ``encode`` predicts with it
+    under ``no_grad``: a new module is in training mode, so its dropout is active unless something calls
+    ``self.net.eval()`` first. Only for one binding, in ``__init__``, of a module that holds dropout or batch norm
+    (a layer of ``torch.nn``, a class of the file that builds one, or an ``AveragedModel`` of such a module kept in
+    the same ``__init__``), never switched (``eval``/``train``/``requires_grad_``) or handed to a call anywhere in
+    the file, except after the prediction in the same method (``self.net.train(org_training)`` at its end).
+    """
+    ctx = facts.ctx
+    stores = [
+        n
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Attribute) and dotted(t.value) == "self" and t.attr == attr for t in n.targets)
+    ]
+    if len(stores) != 1 or not isinstance(stores[0].value, ast.Call):
+        return None
+    init = ctx.enclosing_function(stores[0])
+    if init is None or init.name != "__init__" or init not in cls.body:
+        return None
+    value = stores[0].value
+    if facts.known_eval(value) or not _holds_mode_layers(facts, value, init):
+        return None
+    for call in ctx.nodes(ast.Call):
+        func = call.func
+        switch = isinstance(func, ast.Attribute) and func.attr in ("eval", "train", "requires_grad_")
+        if (
+            switch
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Attribute)
+            and func.value.attr == attr
+        ):
+            if ctx.enclosing_function(call) is method and before(prediction, call):
+                continue  # switched back after predicting
+            return None
+        if any(
+            isinstance(a, ast.Attribute) and a.attr == attr for a in [*call.args, *(k.value for k in call.keywords)]
+        ):
+            return None  # handed on: the callee may switch its mode
+    return stores[0]
+
+
+def _holds_mode_layers(facts: _Facts, value: ast.expr, init: ast.AST, depth: int = 0) -> bool:
+    """Whether the module ``value`` builds holds dropout or batch norm, as far as this file shows (see above)."""
+    ctx = facts.ctx
+    root = move_chain_root(value)
+    if not isinstance(root, ast.Call) or depth > 4:
+        return False
+    full = ctx.call_name(root) or ""
+    last = full.rsplit(".", 1)[-1]
+    if full.startswith("torch.nn.") and last in MODE_DEPENDENT_LAYERS:
+        return True
+    if full.startswith("torch.nn.") and last in CONTAINERS:
+        items = [e for a in root.args for e in (a.elts if isinstance(a, ast.List | ast.Tuple) else [a])]
+        return any(_holds_mode_layers(facts, item, init, depth + 1) for item in items)
+    if full == "torch.optim.swa_utils.AveragedModel" and root.args:
+        kept = root.args[0]  # `AveragedModel(self._net)`: the module `__init__` built as `self._net`
+        if isinstance(kept, ast.Attribute) and dotted(kept.value) == "self":
+            built = [
+                n.value
+                for n in ast.walk(init)
+                if isinstance(n, ast.Assign)
+                and any(
+                    isinstance(t, ast.Attribute) and dotted(t.value) == "self" and t.attr == kept.attr
+                    for t in n.targets
+                )
+            ]
+            return len(built) == 1 and _holds_mode_layers(facts, built[0], init, depth + 1)
+        return _holds_mode_layers(facts, kept, init, depth + 1)
+    cls = ctx.kinds.classes.get(full)
+    if cls is None or not ctx.kinds.class_is_module(full):
+        return False
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and node is not root:
+            name = ctx.call_name(node) or ""
+            if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1] in MODE_DEPENDENT_LAYERS:
+                return True
+            if name in ctx.kinds.classes and name != full and _holds_mode_layers(facts, node, init, depth + 1):
+                return True
+    return False
 
 
 def _own_helpers(
