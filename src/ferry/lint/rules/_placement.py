@@ -3024,6 +3024,8 @@ class _Flow(CallsMixin):
             return
         if self._mixes(stmt, left, right, stmt.target, stmt.value):
             return  # the statement fails: the target keeps its value (and stays reported in the next iteration)
+        if self._written_scalar(stmt, left, right):
+            return
         val = self._arith(stmt, left, right, stmt.target, stmt.value)
         if isinstance(stmt.target, ast.Name):
             self.bind(stmt.target, val, stmt, None)
@@ -3925,6 +3927,56 @@ class _Flow(CallsMixin):
             if isinstance(op, _ORDERINGS):
                 result = self._arith(node, vals[i], vals[i + 1], nodes[i], nodes[i + 1])
         return result if result.what == "tensor" else OTHER
+
+    def _written_scalar(self, stmt: ast.AugAssign, left: Val, right: Val) -> bool:
+        """Report ``loss += value`` into a 0-dim host tensor of a device value (TS2Vec's ``torch.tensor(0.)``).
+
+        ``+=`` on a tensor is in place: the host tensor is the output, and a 0-dim CPU tensor mixes with another
+        device only as an input (pytorch#40986), so this raises on a GPU.
+        """
+        if not (
+            left.what in TENSORISH
+            and left.where == HOST
+            and left.scalar
+            and right.where == DEVICE
+            and right.what in TENSORISH
+            and isinstance(stmt.target, ast.Name)
+        ):
+            return False
+        name = self.label(left, stmt.target)
+        where = self._device_text(right)
+        visible = self.visible_device(where)
+        if visible == "device" and "device" not in self.env:  # not a name of this scope: a device tensor's device
+            added = stmt.value if isinstance(stmt.value, ast.Name | ast.Attribute) else None
+            scope = self.scope
+            params = (
+                [a.arg for a in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs]]
+                if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef)
+                else []
+            )
+            held = next(
+                (p for p in params if self.env.get(p, UNKNOWN).what in TENSORISH and self.env[p].where == DEVICE),
+                None,
+            )
+            if added is not None:
+                visible = f"{self.segment(added)}.device"
+            elif held is not None:
+                visible = f"{held}.device"  # TS2Vec's `hierarchical_contrastive_loss(z1, z2)`: `z1.device`
+        made = left.origin.value if isinstance(left.origin, ast.Assign) else None
+        made_text = short(self.segment(made)) if made is not None else ""
+        fix = (
+            f"make it there: `{made_text[:-1]}, device={visible})`"
+            if made_text.startswith("torch.") and made_text.endswith(")") and "device=" not in made_text
+            else f"`{name} = {name}.to({visible})`"
+        )
+        self.report(
+            "FRY006",
+            left.origin or stmt,
+            f"`{name}` is a 0-dim tensor on the host, and line {line(stmt)} adds `{self.label(right, stmt.value)}`, "
+            f"which is on `{where}`, into it in place: a 0-dim CPU tensor joins an operation on another device only "
+            f"as an input, not as the tensor written; fix: {fix}",
+        )
+        return True
 
     def _mixes(self, node: ast.AST, left: Val, right: Val, left_node: ast.expr, right_node: ast.expr) -> bool:
         """Report a non-scalar host tensor combined with a device tensor."""
