@@ -515,8 +515,18 @@ def _host_or_device(a: dict[str, Val], b: dict[str, Val], key: str) -> bool:
 
 
 def _compare_side(test: ast.Compare) -> bool | None:
-    """``x == "cuda"``, ``"cuda" in x`` (``True``), ``x == "cpu"``, ``x != "cuda"`` (``False``); else ``None``."""
+    """``x == "cuda"``, ``"cuda" in x`` (``True``), ``x == "cpu"``, ``x != "cuda"`` (``False``); else ``None``.
+
+    Also a GPU ordinal against ``-1``, the command-line way of saying "no GPU" (federated-learning's ``--gpu -1``):
+    ``args.gpu != -1``, ``args.gpu >= 0``, ``gpu_id > -1`` (``True``), ``args.gpu == -1``, ``gpu < 0`` (``False``).
+    """
     op = test.ops[0]
+    ordinal = _gpu_ordinal_test(test)
+    if ordinal is not None:
+        return ordinal
+    switch = _gpu_switch_test(test)
+    if switch is not None:
+        return switch
     for side in (test.left, test.comparators[0]):
         if isinstance(side, ast.Constant) and isinstance(side.value, str):
             kind = side.value.split(":")[0].strip().lower()
@@ -527,6 +537,46 @@ def _compare_side(test: ast.Compare) -> bool | None:
                 return on_accelerator
             if isinstance(op, ast.NotEq | ast.NotIn | ast.IsNot):
                 return not on_accelerator
+    return None
+
+
+#: How a command line spells a switch turned on or off (`--cuda yes`).
+_SWITCH_ON = frozenset({"yes", "y", "true", "on", "1"})
+_SWITCH_OFF = frozenset({"no", "n", "false", "off", "0"})
+
+
+def _gpu_switch_test(test: ast.Compare) -> bool | None:
+    """``args.cuda == 'yes'`` (``True``), ``args.cuda == 'no'``/``!= 'yes'`` (``False``): a GPU switch as a string."""
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    name = dotted(left) if isinstance(left, ast.Name | ast.Attribute) else None
+    if name is None or name.rsplit(".", 1)[-1].lower() not in GPU_FLAGS:
+        return None
+    if not (isinstance(right, ast.Constant) and isinstance(right.value, str)):
+        return None
+    word = right.value.strip().lower()
+    on = True if word in _SWITCH_ON else False if word in _SWITCH_OFF else None
+    if on is None or not isinstance(op, ast.Eq | ast.NotEq):
+        return None
+    return on if isinstance(op, ast.Eq) else not on
+
+
+def _gpu_ordinal_test(test: ast.Compare) -> bool | None:
+    """See :func:`_compare_side`: a name of a GPU ordinal compared with ``-1`` or ``0``."""
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    name = dotted(left) if isinstance(left, ast.Name | ast.Attribute) else None
+    if name is None or name.rsplit(".", 1)[-1].lower() not in ("gpu", "gpu_id", "gpu_ids", "gpus", "gpu_idx", "gpu_no"):
+        return None
+    number = right.value if isinstance(right, ast.Constant) else None
+    if isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub) and isinstance(right.operand, ast.Constant):
+        number = -right.operand.value if isinstance(right.operand.value, int) else None
+    if number == -1 and isinstance(op, ast.NotEq | ast.Gt):
+        return True
+    if number == -1 and isinstance(op, ast.Eq | ast.LtE):
+        return False
+    if number == 0 and isinstance(op, ast.GtE):
+        return True
+    if number == 0 and isinstance(op, ast.Lt):
+        return False
     return None
 
 
@@ -2704,6 +2754,15 @@ class _Flow(CallsMixin):
             return True if True in sides and False not in sides else None
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             return _compare_side(test)
+        if (
+            isinstance(test, ast.IfExp)
+            and isinstance(test.body, ast.Constant)
+            and isinstance(test.orelse, ast.Constant)
+            and {test.body.value, test.orelse.value} == {True, False}
+        ):
+            # `args.cuda = True if args.cuda == 'yes' else False` (GEM's `--cuda yes/no`): the test itself
+            inner = self._accelerator_branch(test.test, depth + 1)
+            return None if inner is None else (inner if test.body.value is True else not inner)
         if isinstance(test, ast.Name | ast.Attribute):
             name = dotted(test)
             values = self.ctx.kinds.assigned_values(name) if name else []
