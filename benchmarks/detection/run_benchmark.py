@@ -299,6 +299,15 @@ REVIEWED: dict[tuple[str, str, int], str] = {
     ("vdsr_train_eval_mat.py", "FRY004", 273): "the whole model in the checkpoint dict, as save_checkpoint",
     ("chinese_text_classification.py", "FRY003", 435): "torch.load(save_path) without map_location, as train_eval",
     ("flownets_flying_chairs.py", "FRY003", 474): "torch.load(args.pretrained) without map_location, as main.py",
+    # held-out round 25 (first sight at f4984ab): only FRY003 on the clean programs
+    ("gem_continual_learning.py", "FRY003", 371): "torch.load(data file) without map_location, as main.py",
+    ("music_transformer_generate.py", "FRY003", 394): "torch.load(continue_weights) without map_location, train.py",
+    ("music_transformer_generate.py", "FRY003", 469): "torch.load(model_weights) without map_location, evaluate.py",
+    ("music_transformer_generate.py", "FRY003", 501): "torch.load(model_weights) without map_location, generate.py",
+    ("ganomaly_anomaly_detection.py", "FRY003", 423): "torch.load(path) without map_location, as lib/model.py",
+    ("ganomaly_anomaly_detection.py", "FRY003", 473): "torch.load(f) without map_location, as lib/model.py",
+    ("ganomaly_anomaly_detection.py", "FRY003", 474): "torch.load(f) without map_location, as lib/model.py",
+    ("ganomaly_anomaly_detection.py", "FRY003", 475): "torch.load(f) without map_location, as lib/model.py",
 }
 #: FRY101 (a host sync in a training loop) is a performance hint, not a device bug: the originals read `loss.item()`
 #: every step, and it says so; left out of the false-alarm count, reported on its own.
