@@ -63,7 +63,9 @@ class DevicesMixin:
             if full == "torch.device":
                 arg = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "type"), None)
                 return None if arg is None else self.device_where(arg, pure) or DEVICE
-            return DEVICE if full in CHOSEN_DEVICE_CALLS else None
+            if full in CHOSEN_DEVICE_CALLS:
+                return DEVICE
+            return self._device_helper(node)
         if (
             isinstance(node, ast.Attribute)
             and node.attr == "type"
@@ -74,6 +76,26 @@ class DevicesMixin:
         if isinstance(node, ast.Name | ast.Attribute):
             return self._device_name(node, pure)
         return None
+
+    def _device_helper(self, node: ast.Call) -> str | None:
+        """``get_device()``: a function of the file named for a device, whose returns choose one.
+
+        MusicTransformer's ``get_device()`` returns ``TORCH_CUDA_DEVICE`` (``torch.device("cuda")`` when CUDA is
+        there) or ``TORCH_CPU_DEVICE``: the chosen device, as ``"cuda" if ... else "cpu"`` is. ``None`` unless every
+        return is the host or a device and one is a device.
+        """
+        if not isinstance(node.func, ast.Name) or node.func.id in self._busy:
+            return None
+        defined = self.ctx.kinds.functions.get(node.func.id, [])
+        if len(defined) != 1 or "device" not in node.func.id.lower():
+            return None
+        returns = [r.value for r in ast.walk(defined[0]) if isinstance(r, ast.Return) and r.value is not None]
+        self._busy.add(node.func.id)
+        try:
+            found = {self.device_where(value, pure=True) for value in returns}
+        finally:
+            self._busy.discard(node.func.id)
+        return DEVICE if DEVICE in found and found <= {HOST, DEVICE} else None
 
     def target_where(self, node: ast.expr) -> str | None:
         """:meth:`device_where` for the target of a move or a factory's ``device=``, where an integer is a GPU.
