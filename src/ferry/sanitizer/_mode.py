@@ -28,7 +28,7 @@ from ferry.sanitizer._modules import ModuleStack
 from ferry.sanitizer._moves import MOVE_METHODS, is_discarded
 from ferry.sanitizer._syncs import SHAPE_SYNCS, SYNC_METHODS, AcceleratorTest, bool_mask
 from ferry.sanitizer._train_mode import TrainModeWatch
-from ferry.sanitizer.pretend._tensor import host_arguments, pretend_numpy
+from ferry.sanitizer.pretend._tensor import host_arguments, pretend_numpy, writes_into
 
 Tensor = torch.Tensor
 
@@ -245,7 +245,9 @@ class SanitizerMode(TorchFunctionMode):
     def _check_devices(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         labelled = list(_labelled_tensors(args, kwargs))
         devices = {t.device for _, t in labelled}
-        written = _writes_into_first(func)  # `loss += x`: the 0-dim CPU `loss` is the output, not an input
+        written = writes_into(
+            getattr(func, "__name__", "")
+        )  # `loss += x`: the 0-dim CPU `loss` is the output, not an input
         if any(d.type != "cpu" for d in devices):  # PyTorch lets 0-dim CPU tensors mix with any device, as inputs
             labelled_checked = [
                 (k, t)
@@ -653,25 +655,6 @@ def _mixed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
                     elif device != first:
                         return True
     return False
-
-
-def _writes_into_first(func: Any) -> bool:
-    """Whether ``func`` computes into its first argument (``Tensor.__iadd__``, ``Tensor.mul_``).
-
-    PyTorch lets a 0-dim CPU tensor join an operation on another device only as an input: ``loss =
-    torch.tensor(0.)`` then ``loss += cuda_value`` raises on a GPU (pytorch#40986). Not ``fill_``-style methods,
-    whose argument is a value read once.
-    """
-    name = getattr(func, "__name__", "")
-    if name.startswith("__i") and name.endswith("__"):
-        return True
-    return name.endswith("_") and not name.endswith("__") and name not in _VALUE_METHODS
-
-
-#: In-place methods whose tensor argument is a value read once, not an operand computed with.
-_VALUE_METHODS = frozenset(
-    {"fill_", "zero_", "set_", "copy_", "index_put_", "masked_fill_", "resize_", "requires_grad_"}
-)
 
 
 def _labelled_tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[tuple[str, Tensor]]:

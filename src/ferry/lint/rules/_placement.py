@@ -69,6 +69,8 @@ from ferry.lint.rules._placement_values import (
     CHECKED_LOSSES,
     CONFIG_OWNERS,
     DEVICE,
+    GPU_ORDINAL_LISTS,
+    GPU_ORDINAL_NAMES,
     HARMLESS_CONTEXTS,
     HARMLESS_READS,
     HOST,
@@ -560,11 +562,15 @@ def _gpu_switch_test(test: ast.Compare) -> bool | None:
     return on if isinstance(op, ast.Eq) else not on
 
 
+#: GPU ordinals whose ``-1`` means the CPU; not ranks (``local_rank != -1`` says a distributed launch, any device).
+_GPU_SWITCH_NAMES = (GPU_ORDINAL_NAMES | GPU_ORDINAL_LISTS) - {"rank", "local_rank", "gpu_rank"}
+
+
 def _gpu_ordinal_test(test: ast.Compare) -> bool | None:
     """See :func:`_compare_side`: a name of a GPU ordinal compared with ``-1`` or ``0``."""
     left, op, right = test.left, test.ops[0], test.comparators[0]
     name = dotted(left) if isinstance(left, ast.Name | ast.Attribute) else None
-    if name is None or name.rsplit(".", 1)[-1].lower() not in ("gpu", "gpu_id", "gpu_ids", "gpus", "gpu_idx", "gpu_no"):
+    if name is None or name.rsplit(".", 1)[-1].lower() not in _GPU_SWITCH_NAMES:
         return None
     number = right.value if isinstance(right, ast.Constant) else None
     if isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub) and isinstance(right.operand, ast.Constant):

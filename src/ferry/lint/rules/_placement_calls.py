@@ -44,6 +44,7 @@ from ferry.lint.rules._placement_values import (
     keyed,
     line,
     loader_name,
+    new_memory,
     property_setter,
     short,
 )
@@ -1280,10 +1281,7 @@ class CallsMixin(DevicesMixin):
             if self._fresh_factory(node) or (
                 isinstance(node, ast.Call)
                 and (self.ctx.qualname(node.func) or "") in LEGACY_HOST
-                # sizes (`torch.Tensor(n, k)`), not a conversion of what the caller passed (`torch.LongTensor(seqs)`)
-                and not node.keywords
-                and (len(node.args) >= 2 or (len(node.args) == 1 and isinstance(node.args[0], ast.List | ast.Tuple)))
-                and not any(isinstance(a, ast.Starred) for a in node.args)
+                and new_memory(node)  # sizes, not a conversion of what the caller passed (`torch.LongTensor(seqs)`)
             ):
                 return True
             if isinstance(node, ast.BinOp):

@@ -676,3 +676,16 @@ def int_literal(node: ast.expr) -> int | None:
     if isinstance(inner, ast.Constant) and type(inner.value) is int:
         return -inner.value if negative else inner.value
     return None
+
+
+def new_memory(call: ast.Call) -> bool:
+    """A legacy constructor call that makes new memory: sizes (``torch.Tensor(n, k)``) or a literal list.
+
+    Not a conversion of what the caller passed (``torch.LongTensor(seqs)``, ``torch.Tensor(x)``), which this cannot
+    tell from sizes with one argument.
+    """
+    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if len(call.args) >= 2:
+        return True
+    return len(call.args) == 1 and isinstance(call.args[0], ast.List | ast.Tuple)

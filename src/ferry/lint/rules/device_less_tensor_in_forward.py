@@ -78,6 +78,7 @@ from ferry.lint.memo import Memo
 from ferry.lint.model import Edit, Finding, Fix, Rule
 from ferry.lint.rules._attributes import unregistered
 from ferry.lint.rules._placement import host_fed
+from ferry.lint.rules._placement_values import new_memory
 from ferry.lint.rules._tensors import (
     Places,
     binding,
@@ -108,7 +109,7 @@ from ferry.lint.torch_api import (
 
 #: Functions that make a new tensor on the CPU unless given ``device=`` (the legacy constructors always do), but
 #: ``torch.Tensor``: it is mostly a conversion of data the caller passed, which this rule cannot tell from sizes
-#: (see :func:`_sizes_or_literal` for the calls it can tell).
+#: (see :func:`new_memory` for the calls it can tell).
 CPU_FACTORIES = (
     MASK_FACTORIES
     | frozenset(f"torch.{name}" for name in FACTORIES | DATA_FACTORIES | NUMPY_FACTORIES)
@@ -560,7 +561,7 @@ class Flow:
     def cpu_factory(self, call: ast.Call) -> bool | None:
         """``True``: ``call`` makes a CPU tensor of one or more dimensions; ``False``: a 0-dim one; ``None``: not."""
         name = self.ctx.call_name(call)
-        if name == "torch.Tensor" and _sizes_or_literal(call):
+        if name == "torch.Tensor" and new_memory(call):
             name = "torch.FloatTensor"  # `torch.Tensor(batch_size, k)`: new memory of that size, on the CPU
         if name not in CPU_FACTORIES or self.default_device_set:
             return None
@@ -1784,15 +1785,3 @@ RULE = Rule(
     doc=__doc__ or "",
     check=check,
 )
-
-
-def _sizes_or_literal(call: ast.Call) -> bool:
-    """``torch.Tensor(n, k)`` (two or more sizes) or ``torch.Tensor([0.5, 0.5])``: a new CPU tensor, not a conversion.
-
-    One other argument may be a tensor the caller passed (``torch.Tensor(x)`` keeps no device: it is left alone).
-    """
-    if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
-        return False
-    if len(call.args) >= 2:
-        return True
-    return len(call.args) == 1 and isinstance(call.args[0], ast.List | ast.Tuple)

@@ -394,17 +394,27 @@ def result_device(func: Any, flat_args: list[Any]) -> torch.device:
 
 
 def _writes_first(func: Any) -> bool:
-    """Whether ``func`` is an in-place ATen op computed element-wise into its first argument (``add_``, ``mul_``).
-
-    Not ``fill_``/``zero_``-style ops, whose other argument is a value read once.
-    """
+    """Whether the ATen op ``func`` computes into its first argument (``add_``, ``mul_``): see :func:`writes_into`."""
     schema = getattr(func, "_schema", None)
-    name = schema.name.split("::")[-1] if schema is not None else ""
+    return schema is not None and writes_into(schema.name.split("::")[-1])
+
+
+def writes_into(name: str) -> bool:
+    """Whether the operation ``name`` computes element-wise into its first tensor, in place.
+
+    ``add_``, ``mul_`` (ATen ops and ``Tensor`` methods), ``__iadd__`` (``loss += x``). PyTorch lets a 0-dim CPU
+    tensor join an operation on another device only as an input (pytorch#40986), so for these the first tensor must
+    be on the operation's device. Not ``fill_``-style ops, whose tensor argument is a value read once.
+    """
+    if name.startswith("__i") and name.endswith("__"):
+        return True
     return name.endswith("_") and not name.endswith("__") and name not in _VALUE_INPLACE_OPS
 
 
 #: In-place ops whose tensor argument is a value read once, not an operand of ``TensorIterator``.
-_VALUE_INPLACE_OPS = frozenset({"fill_", "zero_", "set_", "copy_", "index_put_", "masked_fill_", "resize_"})
+_VALUE_INPLACE_OPS = frozenset(
+    {"fill_", "zero_", "set_", "copy_", "index_put_", "masked_fill_", "resize_", "requires_grad_"}
+)
 
 
 def _check_index(args: tuple[Any, ...]) -> None:
