@@ -23,6 +23,13 @@ def test_discarded_move_warns_at_its_line():
     assert '`x = x.to("meta")`' in report.findings[0].message
 
 
+def test_discarded_move_fix_leaves_the_comment_out():
+    x = torch.ones(2)
+    with pytest.warns(ferry.SanitizerWarning), ferry.sanitize() as report:
+        x.to("meta")  # the result is thrown away
+    assert 'Keep the result: `x = x.to("meta")`.' in report.findings[0].message
+
+
 @pytest.mark.parametrize("method", ["cpu", "float", "half", "long"])
 def test_other_discarded_conversions_warn(method):
     x = torch.ones(2)

@@ -8,8 +8,10 @@ frames, names and messages are only worked out once something is wrong.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
+import tokenize
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -203,8 +205,9 @@ class SanitizerMode(TorchFunctionMode):
             self._check_available(target, func)
         if not is_library(caller.f_code) and is_discarded(caller):
             where = source_line(caller)
-            receiver = where.text.split(f".{name}(")[0].strip() if f".{name}(" in where.text else ""
-            fix = f"`{receiver} = {where.text}`" if receiver.isidentifier() else "assign the result"
+            code = _without_comment(where.text)  # `x.to(device)  # bug` -> `x.to(device)`
+            receiver = code.split(f".{name}(")[0].strip() if f".{name}(" in code else ""
+            fix = f"`{receiver} = {code}`" if receiver.isidentifier() else "assign the result"
             self.emit(
                 "discarded-tensor-move",
                 where,
@@ -655,6 +658,16 @@ def _mixed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
                     elif device != first:
                         return True
     return False
+
+
+def _without_comment(text: str) -> str:
+    """``text`` (one line of source) without its trailing ``# comment``; ``text`` as it is if it does not tokenize."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text.strip()
+    comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
+    return (text[: comment.start[1]] if comment is not None else text).strip()
 
 
 def _labelled_tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[tuple[str, Tensor]]:
