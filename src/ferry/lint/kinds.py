@@ -416,31 +416,85 @@ class KindInference:
 
         ``base = MLPBase``, ``net_cls = ResNet if deep else Plain``: calling the name builds a module.
         """
+        choices = self.class_choices(name)
+        return bool(choices) and all(self.class_is_module(c) for c in choices)
+
+    def class_choices(self, name: str) -> frozenset[str]:
+        """The classes of the file that ``name`` is bound to, when every binding names one or several of them.
+
+        ``Exp = Exp_Informer``; ``net_cls = ResNet if deep else Plain``; ``Model = MODELS[args.model]`` with
+        ``MODELS`` a dict of the file's classes (see :func:`registry`). Empty when some binding is anything else,
+        or for a class itself.
+        """
+        if name in self.classes:
+            return frozenset()
+        found: set[str] = set()
         values = self.assigned_values(name)
-        if not values:
-            return False
         for value in values:
             options = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+            if isinstance(value, ast.Subscript) and (entries := registry(self.ctx, value.value)):
+                options = list(entries)  # `Model = MODELS[args.model]`: any class the table holds
             for option in options:
                 full = self.ctx.qualname(option) if isinstance(option, ast.Name | ast.Attribute) else None
-                if full is None or full not in self.classes or not self.class_is_module(full):
-                    return False
-        return True
+                if full is None or full not in self.classes:
+                    return frozenset()
+                found.add(full)
+        return frozenset(found)
+
+    def built_classes(self, func: ast.expr) -> frozenset[str]:
+        """The classes of the file that calling ``func`` builds: its name, or a name bound only to classes.
+
+        ``Exp = Exp_Informer``, ``Model = MODELS[args.model]`` (see :meth:`class_choices`); or a look-up in a dict
+        of the file's classes (``TRAINERS[args.trainer_code](...)``), which may build any class the dict holds.
+        """
+        if isinstance(func, ast.Subscript):
+            return frozenset(e.id for e in registry(self.ctx, func.value) or [] if isinstance(e, ast.Name))
+        if not isinstance(func, ast.Name):
+            return frozenset()
+        return frozenset({func.id, *self.class_choices(func.id)})
+
+    def instance_classes(self, name: str) -> frozenset[str] | None:
+        """The classes of the file whose instances ``name`` holds, when each binding of it builds one of them.
+
+        ``model = Net(...).to(device)``, ``model = Model(...)`` with ``Model = MODELS[args.model]``. ``None`` when
+        some binding is anything else (a parameter, a call of other code, a loop variable).
+        """
+        values = self.assigned_values(name)
+        if not values or any(n.id == name for n in self._stores_not_assigned(name)):
+            return None
+        found: set[str] = set()
+        for value in values:
+            while (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr in ("to", "cuda", "cpu", "train", "eval", "float", "half", "double")
+            ):
+                value = value.func.value
+            built = self.built_classes(value.func) & self.classes.keys() if isinstance(value, ast.Call) else set()
+            if not built:
+                return None
+            found |= built
+        return frozenset(found)
+
+    def _stores_not_assigned(self, name: str) -> list[ast.Name]:
+        """Bindings of ``name`` other than plain ``=`` assignments (loop targets, parameters' names, ``with``)."""
+        assigned = {id(t) for n in self.ctx.nodes(ast.Assign) for t in n.targets}
+        found = [
+            n
+            for n in self.ctx.nodes(ast.Name)
+            if n.id == name and isinstance(n.ctx, ast.Store) and id(n) not in assigned
+        ]
+        if any(a.arg == name for a in self.ctx.nodes(ast.arg)):
+            found.append(ast.Name(id=name))
+        return found
 
     def class_alias(self, name: str) -> str | None:
         """The class of the file that every binding of ``name`` names (``Exp = Exp_Informer``), or ``None``.
 
         Bound at least once, and never to anything else; the class itself is not an alias of itself.
         """
-        if name in self.classes:
-            return None
-        found: set[str] = set()
-        for value in self.assigned_values(name):
-            full = self.ctx.qualname(value) if isinstance(value, ast.Name | ast.Attribute) else None
-            if full is None or full not in self.classes:
-                return None
-            found.add(full)
-        return found.pop() if len(found) == 1 else None
+        choices = self.class_choices(name)
+        return next(iter(choices)) if len(choices) == 1 else None
 
     def class_is_module(self, name: str, _seen: frozenset[str] = frozenset()) -> bool:
         """Whether the class ``name`` of this file subclasses ``nn.Module``.

@@ -111,6 +111,8 @@ ACCELERATOR_MOVES = frozenset({"cuda", "xpu", "ipu", "mtia", "npu", "hpu"})
 #: convert the dtype, ``type`` moves a tensor given a ``torch.cuda.*Tensor`` type (a module's only converts),
 #: ``to_empty`` is for modules.
 MOVES = ACCELERATOR_MOVES | {"to", "cpu", "to_empty", "type"}
+#: Methods a module class overrides when it moves its own attributes (a module's ``type`` only converts the dtype).
+MOVING_METHODS = (MOVES - {"type"}) | {"_apply", "_load_from_state_dict"}
 
 #: Methods of tensors and modules that convert floating-point values to another dtype, on the same device.
 DTYPE_CASTS = frozenset({"half", "float", "double", "bfloat16"})

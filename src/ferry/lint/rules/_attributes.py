@@ -17,10 +17,16 @@ import ast
 from dataclasses import dataclass
 
 from ferry.lint.context import FileContext, dotted
-from ferry.lint.torch_api import DATA_FACTORIES, DTYPES, FACTORIES, LAYERS_WITH_PARAMETERS, LEGACY_HOST, MOVES
+from ferry.lint.torch_api import (
+    DATA_FACTORIES,
+    DTYPES,
+    FACTORIES,
+    LAYERS_WITH_PARAMETERS,
+    LEGACY_HOST,
+    MOVES,
+    MOVING_METHODS,
+)
 
-#: Methods a class overrides when it moves its own attributes (a module's ``type`` only converts the dtype).
-_MOVING_METHODS = (MOVES - {"type"}) | {"_apply", "_load_from_state_dict"}
 #: Arithmetic that fails when a CPU tensor meets a device tensor with more than zero dimensions.
 _ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult, ast.FloorDiv, ast.Pow, ast.Mod)
 
@@ -90,7 +96,7 @@ def _self_attribute(node: ast.AST) -> str | None:
 def _scan(ctx: FileContext, cls: ast.ClassDef, tensors: list[PlainTensor], containers: list[PlainContainer]) -> None:
     methods = _methods(cls)
     init = methods.get("__init__")
-    if init is None or _MOVING_METHODS & methods.keys():
+    if init is None or MOVING_METHODS & methods.keys():
         return
     assigned: dict[str, list[ast.Assign]] = {}
     mentioned: set[str] = set()  # attributes named in a string (register_buffer("x", ...), setattr, __dict__)
@@ -472,12 +478,28 @@ def moves_own_layers(ctx: FileContext, name: str, depth: int = 0) -> bool:
         return False
     me = _first_arg(init)
     for node in ast.walk(init):
-        if isinstance(node, ast.Call) and _device_move(node) and _moved_attribute(ctx, node, me) is not None:
-            return True
+        if isinstance(node, ast.Call) and _device_move(node):
+            attr = _moved_attribute(ctx, node, me)
+            if attr is not None and not _made_by_factory(ctx, init, me, attr):
+                return True
         inner = dotted(node.func) if isinstance(node, ast.Call) else None
         part = inner is not None and inner != name and inner in ctx.kinds.classes
         if part and moves_own_layers(ctx, inner or "", depth + 1):
             return True
+    return False
+
+
+def _made_by_factory(ctx: FileContext, init: ast.AST, me: str, attr: str) -> bool:
+    """Whether ``__init__`` first makes ``self.<attr>`` with a host factory: a plain tensor, not a layer or weight.
+
+    GEM's ``self.grads = torch.Tensor(...)``, then ``if args.cuda: self.grads = self.grads.cuda()``: moving it
+    moves no layer of the module.
+    """
+    for node in ast.walk(init):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Attribute) and target.attr == attr and dotted(target.value) == me:
+                return _host_factory(ctx, node.value)
     return False
 
 

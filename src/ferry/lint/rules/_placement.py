@@ -62,8 +62,7 @@ from contextlib import suppress
 from dataclasses import dataclass, replace
 
 from ferry.lint.context import FileContext, dotted
-from ferry.lint.kinds import registry
-from ferry.lint.rules._placement_calls import CallsMixin, init_helpers
+from ferry.lint.rules._placement_calls import CallsMixin, init_helpers, module_methods
 from ferry.lint.rules._placement_values import (
     ACCELERATOR_NAMES,
     CHECKED_LOSSES,
@@ -79,6 +78,7 @@ from ferry.lint.rules._placement_values import (
     OTHER,
     SAFE_MODULE_USES,
     SAME_DEVICE_ATTRIBUTES,
+    SAME_MODULE,
     STRING,
     TENSORISH,
     UNKNOWN,
@@ -106,6 +106,7 @@ from ferry.lint.torch_api import (
     GPU_FLAGS,
     HOST_TARGET_LOSSES,
     MOVES,
+    MOVING_METHODS,
     NOT_TENSOR_ATTRIBUTES,
     PARALLEL_WRAPPERS,
     TENSOR_CLASSES,
@@ -613,18 +614,9 @@ def _unbound_parameter(scope: ast.AST, name: str) -> bool:
     )
 
 
-def _built_names(ctx: FileContext, func: ast.expr) -> set[str]:
-    """The classes of the file that calling ``func`` builds: its name, or a name bound only to one class.
-
-    ``Exp = Exp_Informer``; or a look-up in a dict of the file's classes (``TRAINERS[args.trainer_code](...)``),
-    which may build any class the dict holds.
-    """
-    if isinstance(func, ast.Subscript):
-        return {e.id for e in registry(ctx, func.value) or [] if isinstance(e, ast.Name)}
-    if not isinstance(func, ast.Name):
-        return set()
-    alias = ctx.kinds.class_alias(func.id)
-    return {func.id} if alias is None else {func.id, alias}
+def _built_names(ctx: FileContext, func: ast.expr) -> frozenset[str]:
+    """The classes of the file that calling ``func`` builds (see :meth:`KindInference.built_classes`)."""
+    return ctx.kinds.built_classes(func)
 
 
 def _constructions(ctx: FileContext) -> dict[str, list[ast.Call]]:
@@ -1055,6 +1047,7 @@ class _Flow(CallsMixin):
         self._attribute_index: dict[str, list[ast.AST]] | None = None
         self._flags: dict[ast.AST, bool | None] = {}
         self._attribute_kinds: dict[str, str] | None = None
+        self._slots: frozenset[str] | None = None
         self._busy: set[str] = set()
         self._globals: set[str] | None = None
         self._handled: set[str] | None = None
@@ -1456,6 +1449,17 @@ class _Flow(CallsMixin):
                 caller = self.ctx.enclosing_function(node)
                 if caller is not on:
                     callers.setdefault(on, set()).add(caller if caller is not None else self.ctx.tree)
+            elif (
+                isinstance(node.func, ast.Attribute)
+                and dotted(node.func.value) not in ("self", None)
+                and node.func.attr not in MOVES | SAME_MODULE | {"forward", "__call__"}
+                and (definers := module_methods(self.ctx, node.func.attr))
+            ):
+                # `model.observe(x, t, y)`: a method of the file's module classes, read with the module it is called on
+                caller = self.ctx.enclosing_function(node)
+                for definer in definers:
+                    if caller is not definer:
+                        callers.setdefault(definer, set()).add(caller if caller is not None else self.ctx.tree)
             elif isinstance(node.func, ast.Name) and node.func.id in self.ctx.kinds.classes:
                 # `Trainer(model, dataset)`: its methods see what the scope that builds it passes
                 cls = self.ctx.kinds.classes[node.func.id]
@@ -2015,13 +2019,59 @@ class _Flow(CallsMixin):
         self._module_attributes[cls] = {}
         if self._plain_class(cls) or not self.ctx.kinds.class_is_module(cls.name):
             return {}
+        plain = self._plain_tensor_attributes(cls)
         found = {
             k: v
             for k, v in self.instance_attributes(cls, modules=True).items()
-            if v.what == "device" or (v.what == "module" and v.where == DEVICE and not v.fresh)
+            if v.what == "device"
+            or (v.what == "module" and v.where == DEVICE and not v.fresh)
+            or (v.what in TENSORISH and v.where in (HOST, DEVICE) and k.partition(".")[2] in plain)
         }
+        for k, v in self.instance_attributes(cls, modules=True).items():
+            if v.what == "module" and v.loss and v.params is not True and k not in found:
+                # `self.ce = nn.CrossEntropyLoss()`: a submodule, so wherever the module is; it compares its inputs
+                found[k] = replace(v, where=None, dev=None, origin=None, moved_at=None)
         self._module_attributes[cls] = found
         return found
+
+    def _plain_tensor_attributes(self, cls: ast.ClassDef) -> set[str]:
+        """Attributes that only ``__init__`` of module class ``cls`` binds, never as a parameter or buffer.
+
+        GEM's episodic memory: ``self.memory_data = torch.FloatTensor(...)``, then ``if args.cuda:
+        self.memory_data = self.memory_data.cuda()``. ``Module.to`` does not move such a tensor, so it stays where
+        ``__init__`` put it. Not when the class (or a base of the file) overrides a move (``to``, ``cuda``,
+        ``_apply``), names the attribute in a string (``register_buffer("mem", ...)``, ``setattr``), wraps it as
+        ``nn.Parameter``, or code outside the class stores it.
+        """
+        chain = self.ctx.kinds.class_chain(cls)
+        if any(isinstance(m, ast.FunctionDef) and m.name in MOVING_METHODS for c in chain for m in c.body):
+            return set()
+        named: set[str] = set()
+        stored: dict[str, list[ast.Assign]] = {}
+        for owner in chain:
+            for node in ast.walk(owner):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    named.add(node.value)
+                elif isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        if isinstance(target, ast.Attribute) and dotted(target.value) == "self":
+                            stored.setdefault(target.attr, []).append(node)
+        outside = {
+            n.attr
+            for n in self.ctx.nodes(ast.Attribute)
+            if isinstance(n.ctx, ast.Store | ast.Del) and dotted(n.value) != "self"
+        }
+        return {
+            attr
+            for attr, stmts in stored.items()
+            if attr not in named
+            and attr not in outside
+            and not any(
+                isinstance(n, ast.Call) and (self.ctx.call_name(n) or "").endswith("Parameter")
+                for stmt in stmts
+                for n in ast.walk(stmt.value)
+            )
+        }
 
     def instance_attributes(self, cls: ast.ClassDef, *, modules: bool = False) -> dict[str, Val]:
         """``self.<attr>`` of a plain class (not an ``nn.Module``) as ``__init__`` leaves them, for its other methods.
@@ -3172,6 +3222,7 @@ class _Flow(CallsMixin):
                 and not _same_place(held, val)
                 and not rewrapped
                 and not (val.what != "module" and property_setter(self.ctx.kinds.classes.values(), target.attr))
+                and not (held.what == "module" and val.what != "module" and target.attr in self._value_slots())
             ):
                 self.env[owner] = replace(held, where=None, fresh=False)
                 if stmt is not None:
@@ -3339,6 +3390,48 @@ class _Flow(CallsMixin):
                 if owner.what == "output" or node.attr in SAME_DEVICE_ATTRIBUTES:
                     return replace(owner, what=owner.what if owner.what == "output" else "tensor")
         return UNKNOWN
+
+    def _value_slots(self) -> frozenset[str]:
+        """Attributes that module classes of the file keep plain values in, never weights or layers.
+
+        GEM's ``self.old_task = -1`` and ``self.mem_cnt = 0`` in ``__init__``, then ``self.old_task = t`` in
+        ``observe``: storing into such an attribute leaves the module's weights where they are. Each is set to a
+        literal (a number, string, ``None``, an empty container) in an ``__init__`` of a module class, and no
+        assignment in the file gives it a module or a weight, nor names it in a string (``register_buffer``).
+        """
+        if self._slots is not None:
+            return self._slots
+        literal: set[str] = set()
+        other: set[str] = {n.value for n in self.ctx.nodes(ast.Constant) if isinstance(n.value, str)}
+        for stmt in self.ctx.nodes(ast.Assign):
+            for target in stmt.targets:
+                if not isinstance(target, ast.Attribute):
+                    continue
+                value = stmt.value
+                if isinstance(value, ast.UnaryOp):
+                    value = value.operand
+                func = self.ctx.enclosing_function(stmt)
+                cls = self.ctx.enclosing_class(func) if func is not None else None
+                plain = isinstance(value, ast.Constant) or (
+                    isinstance(value, ast.List | ast.Dict | ast.Tuple | ast.Set) and not ast.unparse(value)[1:-1]
+                )
+                if (
+                    plain
+                    and func is not None
+                    and func.name == "__init__"
+                    and cls is not None
+                    and self.ctx.kinds.class_is_module(cls.name)
+                    and dotted(target.value) == "self"
+                ):
+                    literal.add(target.attr)
+                    continue
+                kind = self.ctx.kind(value)
+                if (kind is not None and kind.is_module) or (
+                    isinstance(value, ast.Call) and (self.ctx.call_name(value) or "").endswith(("Parameter", "Buffer"))
+                ):
+                    other.add(target.attr)
+        self._slots = frozenset(literal - other - set(self.weight_attributes()))
+        return self._slots
 
     def weight_attributes(self) -> dict[str, str]:
         """Attribute names that the module classes of the file give only weights: ``"tensor"`` or ``"module"``.

@@ -190,6 +190,13 @@ class CallsMixin(DevicesMixin):
             return self._lambda_value(helper, node, args)
         if callee is not None and callee.what in ("module", "any"):
             return self._call_module(node, callee, args, kwargs)
+        choices = self.ctx.kinds.class_choices(func.id) if isinstance(func, ast.Name) else frozenset()
+        if choices and (callee is None or callee.what == "unknown"):
+            # `Model = MODELS[args.model]` (or `Net = A if deep else B`), then `Model(...)`: the classes it may build,
+            # when they agree
+            options = [self._function(name, node, args, kwargs) for name in sorted(choices)]
+            if all(option is not None for option in options):
+                return agree(option for option in options if option is not None)
         if isinstance(func, ast.Subscript) and self._registry_of_plain_classes(func):
             # `TRAINERS[args.trainer_code](args, model, loaders...)`: what the trainer's `__init__` keeps
             self.record_construction(node, args, kwargs)
@@ -390,6 +397,17 @@ class CallsMixin(DevicesMixin):
             if _on_device_tensor(args[0]):
                 self._escape(node)
                 return Val("output", DEVICE, dev=args[0].dev)
+        if (
+            receiver.what == "any"
+            and receiver.inplace
+            and receiver.where == DEVICE
+            and not method.startswith("__")
+            and method not in MOVES | SAME_MODULE
+            and module_methods(self.ctx, method)
+            and all(self.ctx.kinds.class_is_module(c.name) for c in _defining_classes(self.ctx, method))
+        ):  # `model.observe(x, t, y)` after `model.cuda()`, the model class picked by name (GEM): only the file's
+            # module classes define `observe`, so it is one of them, moved whole
+            receiver = replace(receiver, what="module", inplace=False, params=True)
         if receiver.what == "module" or (receiver.what == "any" and method in MOVES | SAME_MODULE):
             if method in MOVES:
                 moved = self._moved_module(node, receiver)
@@ -410,15 +428,30 @@ class CallsMixin(DevicesMixin):
                     return self._call_module(node, replace(receiver, bound_self=False), args, kwargs, method=True)
                 return UNKNOWN
             definers = module_methods(self.ctx, method) if receiver.where is not None else []
-            owner_cls = self.ctx.enclosing_class(definers[0]) if len(definers) == 1 else None
-            if (
-                owner_cls is not None
-                and not method.startswith("__")
-                and receiver.params
+            built = self.ctx.kinds.instance_classes(func.value.id) if isinstance(func.value, ast.Name) else None
+            if built is not None:  # `model = Net(...)`: the method its class runs (its own or the nearest base's)
+                runs = [
+                    next(
+                        (
+                            d
+                            for c in self.ctx.kinds.class_chain(self.ctx.kinds.classes[name])
+                            for d in definers
+                            if self.ctx.enclosing_class(d) is c
+                        ),
+                        None,
+                    )
+                    for name in sorted(built)
+                ]
+                definers = [d for d in definers if d in runs]
+            # several classes define it (GEM's `model.observe(x, t, y)`, the model class picked by name): each is
+            # read with this module as `self`, as one of them is what runs
+            for definer in definers if not method.startswith("__") and receiver.params else []:
+                owner_cls = self.ctx.enclosing_class(definer)
                 # its layers may sit on several devices, unless it moves itself whole at the end
-                and (not moves_own_layers(self.ctx, owner_cls.name) or moves_itself_last(self.ctx, owner_cls.name))
-            ):
-                self.record_module_method_call(node, definers[0], receiver, args, kwargs)
+                if owner_cls is not None and (
+                    not moves_own_layers(self.ctx, owner_cls.name) or moves_itself_last(self.ctx, owner_cls.name)
+                ):
+                    self.record_module_method_call(node, definer, receiver, args, kwargs)
             defined = file_method(self.ctx, method)
             if defined is not None and reads_only(defined, self.ctx):  # `vae.decode(z)`, `model.init_hidden(n)`
                 if feeds_submodule(self.ctx, defined):
@@ -697,6 +730,13 @@ class CallsMixin(DevicesMixin):
             return Val("dataset")
         if full in DATA_LOADERS:
             return self._loader(node, args, kwargs)
+        if (
+            full in LEGACY_HOST
+            and (len(node.args) > 1 or (node.args and isinstance(node.args[0], ast.Constant)))
+            and not node.keywords
+            and not any(isinstance(a, ast.Starred | ast.List | ast.Tuple) for a in node.args)
+        ):  # `torch.LongTensor(n_tasks, n_memories)`: sizes, so as many dimensions (never a 0-dim scalar)
+            return Val("tensor", made_here, dims=len(node.args))
         if full in _NUMPY_CALLS or full in LEGACY_HOST:
             return Val("tensor", made_here)
         if full.startswith("torch.cuda.") and last.endswith("Tensor"):
@@ -2727,6 +2767,15 @@ def _assigns_state(node: ast.Call) -> bool:
 
 #: Calls on ``self`` in a method that may move the module or change what it holds.
 _CHANGES_SELF = MOVES | frozenset({"register_buffer", "register_parameter", "register_module", "add_module", "apply"})
+
+
+def _defining_classes(ctx: FileContext, name: str) -> list[ast.ClassDef]:
+    """The classes of the file whose body defines a method ``name``."""
+    return [
+        cls
+        for cls in ctx.kinds.classes.values()
+        if any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == name for s in cls.body)
+    ]
 
 
 def file_method(ctx: FileContext, name: str) -> ast.FunctionDef | None:
