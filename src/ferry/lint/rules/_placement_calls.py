@@ -44,6 +44,7 @@ from ferry.lint.rules._placement_values import (
     keyed,
     line,
     loader_name,
+    loss_name,
     new_memory,
     property_setter,
     short,
@@ -243,6 +244,16 @@ class CallsMixin(DevicesMixin):
             typed = self._typed_where(func)  # `Tensor(...)`, `Tensor = torch.cuda.FloatTensor if cuda else ...`
             if typed is not None:
                 return Val("tensor", typed, dev='"cuda"' if typed == DEVICE else None)
+        if (
+            isinstance(func, ast.Name)
+            and (callee is None or callee.what == "unknown")
+            and loss_name(func)
+            and args
+            and not func.id[:1].isupper()
+            and func.id not in self.ctx.kinds.classes
+        ):  # `criterion(output, target)` of a loss given as a parameter or imported (not a class being built)
+            self._escape(node)
+            return self._loss(node, None, args, kwargs)
         self._escape(node)
         return UNKNOWN
 
@@ -518,6 +529,10 @@ class CallsMixin(DevicesMixin):
                     self.drop_below(owner)
                     self.own(owner)
             return moved
+        if receiver.what == "unknown" and args and loss_name(func) and not _defining_classes(self.ctx, method):
+            # `self.loss_function(clean, enhanced)` of a loss function the trainer is given: its inputs meet
+            self._escape(node)
+            return self._loss(node, None, args, kwargs)
         self._escape(node)
         return UNKNOWN
 

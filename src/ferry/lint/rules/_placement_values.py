@@ -611,7 +611,7 @@ def tensor_use(ctx: FileContext, node: ast.Name, peek: Callable[[ast.expr], Val]
         return isinstance(parent.slice, ast.Tuple)
     if isinstance(parent, ast.keyword):
         call = ctx.parent(parent)
-        named = (parent.arg or "") in LOSS_INPUTS or _loss_name(call.func if isinstance(call, ast.Call) else None)
+        named = (parent.arg or "") in LOSS_INPUTS or loss_name(call.func if isinstance(call, ast.Call) else None)
         return named or (isinstance(call, ast.Call) and (ctx.qualname(call.func) or "").startswith("torch."))
     holder: ast.AST | None = parent
     if isinstance(parent, ast.Tuple | ast.List):
@@ -624,9 +624,10 @@ def tensor_use(ctx: FileContext, node: ast.Name, peek: Callable[[ast.expr], Val]
     if (ctx.qualname(holder.func) or "").startswith("torch."):
         return True
     callee = peek(holder.func)
-    if (callee.what == "module" and callee.loss) or _loss_name(holder.func):
+    if (callee.what == "module" and callee.loss) or loss_name(holder.func):
         return True
-    return callee.what == "module" and holder.args[0] is node_or_seq
+    # a module, or a value that is a module or a tensor (`self.model = model.to(device)`): called, it is a module
+    return callee.what in ("module", "any") and holder.args[0] is node_or_seq
 
 
 def loader_name(node: ast.Name | ast.Attribute) -> bool:
@@ -644,7 +645,7 @@ def loader_name(node: ast.Name | ast.Attribute) -> bool:
     )
 
 
-def _loss_name(func: ast.expr | None) -> bool:
+def loss_name(func: ast.expr | None) -> bool:
     """``criterion``, ``loss_fn``, ``self.compute_loss``: a callee named as a loss, whose arguments are tensors."""
     name = (func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "").lower()
     return "loss" in name or "criterion" in name
