@@ -673,8 +673,17 @@ _BUILTIN_KINDS = {
 }
 
 
-def _built_on_one_side(a: dict[str, Val], b: dict[str, Val], key: str) -> Val | None:
-    """The module built on the host in one branch when the other branch leaves ``key`` unknown (a loaded model)."""
+def _built_on_one_side(
+    a: dict[str, Val], b: dict[str, Val], key: str, choice: dict[str, Val] | None = None
+) -> Val | None:
+    """The module built on the host in one branch when the other branch leaves ``key`` unknown (a loaded model).
+
+    ``choice`` (the values before the ``if``): the branches choose among models (``if args.model == "cnn": ... elif
+    args.model == "mlp": ...``), not a device; then also when the other branch builds one and moves it: on the path
+    through the branch that does not move it, the model stays on the host (federated-learning's ``net_glob =
+    MLP(...)`` left without its ``.to(args.device)`` while the CNN branches have it). Both branches must bind it
+    (one that only moves what was built before is not a choice).
+    """
     for one, other in ((a, b), (b, a)):
         built, held = one.get(key), other.get(key)
         if (
@@ -684,7 +693,18 @@ def _built_on_one_side(a: dict[str, Val], b: dict[str, Val], key: str) -> Val | 
             and built.fresh
             and built.params
             and built.where == HOST
-            and held.what == "unknown"
+            and (
+                held.what == "unknown"
+                or (
+                    choice is not None
+                    and held.what == "module"
+                    and held.where == DEVICE
+                    and held.params
+                    and not held.wrapper
+                    and choice.get(key) is not built
+                    and choice.get(key) is not held
+                )
+            )
         ):
             return built
     return None
@@ -995,6 +1015,10 @@ def _collated(val: Val) -> Val:
         if len(places) == 1 and None not in places:
             return Val("dict", element=Val("tensor", places.pop()))
     return UNKNOWN
+
+
+#: Words of an ``if`` test that may choose a device rather than a model.
+_DEVICE_TEST_WORDS = ("cuda", "cpu", "gpu", "device", "mps", "accel", "xpu", "distributed", "rank", "parallel")
 
 
 def _device_flag(test: ast.AST) -> bool:
@@ -2708,7 +2732,17 @@ class _Flow(CallsMixin):
         else:
             merged = merge(after_body, after_else, lambda: self._available_test(stmt.test))
             for key, val in merged.items():
-                if val.what == "unknown" and (built := _built_on_one_side(after_body, after_else, key)) is not None:
+                # a test that names no device (`args.model == "mlp"`): the branches choose what to build
+                choice = (
+                    before
+                    if side is None
+                    and not self._available_test(stmt.test)
+                    and not any(word in ast.unparse(stmt.test).lower() for word in _DEVICE_TEST_WORDS)
+                    else None
+                )
+                joined = val.what == "unknown" or (val.what == "module" and val.where is None)
+                built = _built_on_one_side(after_body, after_else, key, choice) if joined else None
+                if built is not None:
                     # `if ckpt is None: model = Net()` / `else: model = torch.load(ckpt)["model"]`: on the path
                     # that builds it, the model is on the host until something moves it
                     merged[key] = built
