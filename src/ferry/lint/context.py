@@ -19,7 +19,10 @@ from functools import cached_property
 from typing import TypeVar, cast
 
 from ferry.lint.kinds import Kind, KindInference
-from ferry.lint.torch_api import AVAILABILITY_CHECKS, DEVICE_TYPES, DEVICE_WORDS
+from ferry.lint.torch_api import AVAILABILITY_CHECKS, DEVICE_TYPES, DEVICE_WORDS, MASK_FACTORIES
+
+#: Static methods of ``torch.nn`` classes by name, for calls through an instance (``self.transformer.<name>(...)``).
+_INSTANCE_STATICS = {full.rsplit(".", 1)[-1]: full for full in sorted(MASK_FACTORIES, key=len, reverse=True)}
 
 __all__ = ["FileContext", "dotted"]
 
@@ -216,7 +219,17 @@ class FileContext:
     def call_name(self, node: ast.AST) -> str | None:
         """:meth:`qualname` of the function a call calls, ``None`` if ``node`` is not such a call."""
         if isinstance(node, ast.Call):
-            return self.qualname(node.func)
+            full = self.qualname(node.func)
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in _INSTANCE_STATICS
+                and (full is None or not full.startswith("torch."))
+                and (kind := self.kind(func.value)) is not None
+                and kind.is_module
+            ):  # `self.transformer.generate_square_subsequent_mask(n)`: the static method, through an instance
+                return _INSTANCE_STATICS[func.attr]
+            return full
         return None
 
     # -- kinds ------------------------------------------------------------------------------------------------
