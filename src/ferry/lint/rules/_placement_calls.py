@@ -2995,11 +2995,18 @@ def feeds_submodule(ctx: FileContext, method: ast.FunctionDef, depth: int = 0) -
     for _ in range(2):  # twice: a name may be computed from one assigned further down the walk
         for node in assigns:
             if any(isinstance(n, ast.Name) and n.id in derived for n in ast.walk(node.value)):
-                derived.update(t.id for t in node.targets if isinstance(t, ast.Name))
+                for target in node.targets:
+                    while isinstance(target, ast.Subscript):  # `gen_seq[..., :n] = primer`: written into it
+                        target = target.value
+                    if isinstance(target, ast.Name):
+                        derived.add(target.id)
     for call in ast.walk(method):
-        if not (isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Name)):
+        if not isinstance(call, ast.Call) or not call.args:
             continue
-        if call.args[0].id not in derived:
+        first = call.args[0]
+        while isinstance(first, ast.Subscript):  # `self.forward(gen_seq[..., :cur_i])`: a slice of it
+            first = first.value
+        if not isinstance(first, ast.Name) or first.id not in derived:
             continue
         func = call.func
         if isinstance(func, ast.Name) and func.id == me:
