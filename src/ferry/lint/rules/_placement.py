@@ -3744,6 +3744,9 @@ class _Flow(CallsMixin):
             return replace(owner, what="tensor", scalar=owner.scalar or not keeps_rank, dims=dims)
         if owner.what == "batch":  # `batch[0]`, `batch["input_ids"]`
             return Val("tensor", owner.where)
+        if owner.what == "any" and not owner.inplace and owner.where is not None and isinstance(node.slice, ast.Slice):
+            # `primer[:n]` of a dataset item moved with `.to(device)`: a slice of it, where it is
+            return Val("any", owner.where, dev=owner.dev)
         if owner.what == "unknown" and index.what in TENSORISH and not index.scalar:
             return Val("tensor")  # `inputs[excerpt]` with a tensor of indices: a tensor (or an array), not a module
         if owner.what == "dataset" and not isinstance(node.slice, ast.Slice) and (owner.items or owner.where):
