@@ -337,7 +337,58 @@ class _Facts:
         kinds = self.ctx.kinds
         if full in kinds.classes and kinds.class_is_module(full) and full not in seen:
             return self._class_mode_free(kinds.classes[full], seen | {full})
+        builder = self._builder(full)
+        if builder is not None and full not in seen:
+            return self._builder_mode_free(builder, expr, seen | {full})
         return False
+
+    def _builder(self, name: str) -> ast.FunctionDef | None:
+        """The top-level function of the file called ``name``, defined once."""
+        found = [f for f in self.ctx.tree.body if isinstance(f, ast.FunctionDef) and f.name == name]
+        return found[0] if len(found) == 1 and not found[0].decorator_list else None
+
+    def _builder_mode_free(self, func: ast.FunctionDef, call: ast.Call, seen: frozenset[str]) -> bool:
+        """Whether a layer-building function of the file builds only mode-free layers at this call.
+
+        CSRNet's ``make_layers(cfg, batch_norm=False)``: the ``nn.BatchNorm2d`` is built only under ``if
+        batch_norm:``, which is false unless the call passes something else. Every layer it builds must be
+        mode-free, or sit under a test of a parameter the call leaves false (its default ``False``/``None``, or a
+        literal false); containers (``nn.Sequential(*layers)``) hold only what it built.
+        """
+        args = func.args
+        if args.vararg is not None or args.kwarg is not None or args.posonlyargs or args.kwonlyargs:
+            return False
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return False
+        names = [a.arg for a in args.args]
+        defaults = dict(zip(names[len(names) - len(args.defaults) :], args.defaults, strict=True))
+        given: dict[str, ast.expr] = {**defaults, **dict(zip(names, call.args, strict=False))}
+        given.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
+        falsy = {
+            name for name, value in given.items() if isinstance(value, ast.Constant) and value.value in (False, None, 0)
+        }
+        ctx = self.ctx
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Call):
+                continue
+            full = ctx.call_name(node) or ""
+            last = full.rsplit(".", 1)[-1]
+            if full.startswith("torch.nn.") and last in CONTAINERS:
+                continue
+            if not (last[:1].isupper() or ((kind := ctx.kind(node)) is not None and kind.is_module)):
+                continue
+            if self.mode_free(node, seen):
+                continue
+            guarded = any(
+                isinstance(outer, ast.If)
+                and isinstance(outer.test, ast.Name)
+                and outer.test.id in falsy
+                and any(node in ast.walk(s) for s in outer.body)
+                for outer in ctx.ancestors(node)
+            )
+            if not guarded:
+                return False
+        return True
 
     def _class_mode_free(self, cls: ast.ClassDef, seen: frozenset[str]) -> bool:
         """Whether a module class of this file builds only mode-free layers and never reads ``self.training``."""
