@@ -695,6 +695,7 @@ def _built_on_one_side(
             and built.where == HOST
             and (
                 held.what == "unknown"
+                or (held.what == "any" and held.where != HOST)  # `state["model"]` of a checkpoint loaded to the device
                 or (
                     choice is not None
                     and held.what == "module"
@@ -2740,7 +2741,7 @@ class _Flow(CallsMixin):
                     and not any(word in ast.unparse(stmt.test).lower() for word in _DEVICE_TEST_WORDS)
                     else None
                 )
-                joined = val.what == "unknown" or (val.what == "module" and val.where is None)
+                joined = val.what == "unknown" or (val.what in ("module", "any") and val.where is None)
                 built = _built_on_one_side(after_body, after_else, key, choice) if joined else None
                 if built is not None:
                     # `if ckpt is None: model = Net()` / `else: model = torch.load(ckpt)["model"]`: on the path
@@ -3747,6 +3748,14 @@ class _Flow(CallsMixin):
         if owner.what == "any" and not owner.inplace and owner.where is not None and isinstance(node.slice, ast.Slice):
             # `primer[:n]` of a dataset item moved with `.to(device)`: a slice of it, where it is
             return Val("any", owner.where, dev=owner.dev)
+        if (
+            owner.what == "any"
+            and owner.scalar
+            and owner.where is not None
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):  # `torch.load(path, map_location="cpu")["model"]`: an entry of a loaded checkpoint, where it was mapped
+            return Val("any", owner.where, scalar=True, dev=owner.dev)
         if owner.what == "unknown" and index.what in TENSORISH and not index.scalar:
             return Val("tensor")  # `inputs[excerpt]` with a tensor of indices: a tensor (or an array), not a module
         if owner.what == "dataset" and not isinstance(node.slice, ast.Slice) and (owner.items or owner.where):

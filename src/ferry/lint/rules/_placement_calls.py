@@ -65,6 +65,7 @@ from ferry.lint.torch_api import (
     LAYERS_WITHOUT_PARAMETERS,
     LEGACY_HOST,
     LIKE_FACTORIES,
+    LOADS,
     LOSS_INPUTS,
     LOSS_WEIGHTS,
     MASK_FACTORIES,
@@ -423,7 +424,12 @@ class CallsMixin(DevicesMixin):
             if method in MOVES:
                 moved = self._moved_module(node, receiver)
                 if tracked and (receiver.what == "module" or top):  # modules move in place
-                    self.env[owner] = replace(moved, origin=receiver.origin, name=receiver.name)  # type: ignore[index]
+                    # a value of unknown kind moved by a statement is a module moved in place (a tensor's move as a
+                    # statement does nothing), as for a name of unknown value
+                    inplace = receiver.what == "any" and top
+                    self.env[owner] = replace(  # type: ignore[index]
+                        moved, origin=receiver.origin, name=receiver.name, inplace=moved.inplace or inplace
+                    )
                 elif receiver.what == "module" and isinstance(func.value, ast.Subscript):
                     self._moved_in_dict(func.value, moved, receiver)  # `self.models["encoder"].to(self.device)`
                 return moved
@@ -674,6 +680,29 @@ class CallsMixin(DevicesMixin):
 
     # -- functions and classes --------------------------------------------------------------------------------
 
+    def _loaded(self, node: ast.Call) -> Val | None:
+        """``torch.load(path, map_location=...)``: what it gives, of unknown kind, where ``map_location`` puts it.
+
+        On the host for ``"cpu"``, ``torch.device("cpu")`` or ``lambda storage, loc: storage`` (storages come back
+        on the CPU, where they are read); on the chosen device for a device variable. It may be a module, a tensor,
+        a dict of them or numbers: a possibly zero-dimensional value of unknown kind. Without ``map_location``: not
+        known (where it was saved from).
+        """
+        target = next((k.value for k in node.keywords if k.arg == "map_location"), None)
+        if target is None and len(node.args) > 1:
+            target = node.args[1]
+        if target is None:
+            return None
+        if isinstance(target, ast.Lambda):
+            params = [a.arg for a in target.args.args]
+            if params and isinstance(target.body, ast.Name) and target.body.id == params[0]:
+                return Val("any", HOST, scalar=True)
+            return None
+        where = self.device_where(target)
+        if where is None:
+            return None
+        return Val("any", where, scalar=True, dev=self.segment(target) if where == DEVICE else None)
+
     def _function(self, full: str, node: ast.Call, args: Args, kwargs: Kwargs) -> Val | None:
         """The value of a call to the known function or class ``full``; ``None``: not known."""
         last = full.rsplit(".", 1)[-1]
@@ -683,6 +712,8 @@ class CallsMixin(DevicesMixin):
         if full == "torch.device":
             where = self.device_where(node)
             return Val("device", where, dev=self.segment(node)) if where is not None else Val("device")
+        if full in LOADS:
+            return self._loaded(node)
         if top_level and last in FACTORIES | DATA_FACTORIES:
             return self._factory(node, last, args, device, made_here)
         if top_level and last in LIKE_FACTORIES:
@@ -1982,6 +2013,24 @@ class CallsMixin(DevicesMixin):
                 "after replacing the layer",
             )
             return UNKNOWN
+        if (
+            on_device
+            and module.what == "any"
+            and module.where == HOST
+            and isinstance(origin, ast.Assign)
+            and _loaded_name(self.ctx, origin)
+            and self._never_moved(func, origin, to_host_ok=True)
+        ):  # VDSR's `model = torch.load(opt.model, map_location=lambda storage, loc: storage)["model"]`, never moved
+            where = first.dev or "device"
+            fix_where = self.visible_device(where, origin)
+            self.report(
+                "FRY007",
+                origin,
+                f"`{callee}` is loaded onto the host here (`map_location`) and never moved, but its input "
+                f"`{self.label(first, first_node)}` is on `{where}` (line {line(node)}); fix: `{callee} = "
+                f"{callee}.to({fix_where})` after loading it",
+            )
+            return UNKNOWN
         if on_device and module.fresh and module.params and origin and self._never_moved(func, origin):
             where = first.dev or "device"
             fix_where = self.visible_device(where, origin)
@@ -2052,11 +2101,12 @@ class CallsMixin(DevicesMixin):
                 )
         return result
 
-    def _never_moved(self, func: ast.expr, origin: ast.AST | None = None) -> bool:
+    def _never_moved(self, func: ast.expr, origin: ast.AST | None = None, to_host_ok: bool = False) -> bool:
         """Whether the module called as ``func`` (a plain name) is never moved, handed on or aliased.
 
         ``origin``: the statement that built the module. In the module's own code, moves and hand-offs that can
         only run before it (higher up, outside any loop around it) concern an older value of the name.
+        ``to_host_ok``: moves to the host (``model.cpu()``) leave it where it is, so they do not count.
         """
         if isinstance(func, ast.Attribute) and dotted(func.value) != "self":
             kept = self._instance_value(func)  # `self.model.encoder`: checked by `_kept_on_device`
@@ -2076,7 +2126,10 @@ class CallsMixin(DevicesMixin):
         aliases = self._aliases()
         for _ in range(3):  # `raw_model = model`: what is done to an alias is done to the module
             names |= {alias for name in names for alias in aliases.get(name, ())}
-        nodes = [n for name in names for n in [*self._escapes().get(name, []), *self._moved_names().get(name, [])]]
+        moves = [n for name in names for n in self._moved_names().get(name, [])]
+        if to_host_ok:
+            moves = [n for n in moves if self._move_target(n, n.func.attr, UNKNOWN)[0] != HOST]  # type: ignore[attr-defined]
+        nodes = [*(n for name in names for n in self._escapes().get(name, [])), *moves]
         inside = {id(n) for n in ast.walk(origin)} if origin is not None else set()  # the statement that built it
         return not any(
             self._may_run_before(node, func)
@@ -2782,6 +2835,36 @@ def _assigns_state(node: ast.Call) -> bool:
 
 #: Calls on ``self`` in a method that may move the module or change what it holds.
 _CHANGES_SELF = MOVES | frozenset({"register_buffer", "register_parameter", "register_module", "add_module", "apply"})
+
+
+def _loads_value(ctx: FileContext, value: ast.AST) -> bool:
+    """``torch.load(...)``, or an item of what it gives (``torch.load(path, map_location=...)["model"]``)."""
+    while isinstance(value, ast.Subscript):
+        value = value.value
+    return isinstance(value, ast.Call) and ctx.call_name(value) in LOADS
+
+
+def _loaded_name(ctx: FileContext, origin: ast.Assign) -> bool:
+    """Whether the name ``origin`` binds holds what ``torch.load`` gave: each binding loads, or keeps the name.
+
+    ``model = torch.load(path, map_location=...)["model"]``, later ``model = model`` or ``model = model.cpu()``.
+    """
+    if len(origin.targets) != 1 or not isinstance(origin.targets[0], ast.Name):
+        return False
+    name = origin.targets[0].id
+    home = ctx.enclosing_function(origin)
+    values = [v for v in ctx.kinds.assigned_values(name) if ctx.enclosing_function(v) is home]
+    loads = False
+    for value in values:
+        if _loads_value(ctx, value):
+            loads = True
+            continue
+        inner = value
+        while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr in MOVES:
+            inner = inner.func.value
+        if not (isinstance(inner, ast.Name) and inner.id == name):
+            return False
+    return loads
 
 
 def _defining_classes(ctx: FileContext, name: str) -> list[ast.ClassDef]:
