@@ -3928,6 +3928,33 @@ class _Flow(CallsMixin):
                 return static, 0
         return None
 
+    def _progress_wrapped(self, iterable: ast.expr | None) -> ast.expr | None:
+        """What a name of this scope bound once to ``tqdm(x, ...)`` (or ``iter(x)``) iterates over: ``x``."""
+        if not isinstance(iterable, ast.Name):
+            return None
+        scope = self.scope
+        bound = [
+            n
+            for n in (ast.walk(scope) if not isinstance(scope, ast.Module) else self.ctx.nodes(ast.Assign))
+            if isinstance(n, ast.Assign)
+            and self.ctx.enclosing_function(n) is self.ctx.enclosing_function(iterable)
+            and any(isinstance(t, ast.Name) and t.id == iterable.id for t in n.targets)
+        ]
+        stores = [
+            n
+            for n in self.ctx.nodes(ast.Name)
+            if n.id == iterable.id
+            and isinstance(n.ctx, ast.Store)
+            and self.ctx.enclosing_function(n) is self.ctx.enclosing_function(iterable)
+        ]
+        if len(bound) != 1 or len(stores) != 1 or not isinstance(bound[0].value, ast.Call):
+            return None
+        call = bound[0].value
+        name = self.ctx.call_name(call)
+        if name in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter") and call.args:
+            return call.args[0]
+        return None
+
     def _element(self, iterable: ast.expr | None, val: Val) -> Val:
         """What iterating over ``iterable`` (of value ``val``) gives."""
         if val.what == "loader":
@@ -3940,6 +3967,9 @@ class _Flow(CallsMixin):
             # unless it may be one of the file's own iterators that move their batches (Chinese-Text-Classification's
             # `DatasetIterater.__next__` returns `torch.LongTensor(...).to(self.device)`)
             return UNKNOWN if self.ctx.shared(_moving_iterators) else Val("batch")
+        wrapped = self._progress_wrapped(iterable) if val.what == "unknown" else None
+        if wrapped is not None:  # `tk0 = tqdm.tqdm(data_loader)`, then `for i, (x, y) in enumerate(tk0)`
+            return self._element(wrapped, self._peek(wrapped))
         if isinstance(iterable, ast.Call):
             name = self.ctx.call_name(iterable)
             args = iterable.args
