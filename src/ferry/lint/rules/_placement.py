@@ -802,6 +802,15 @@ def _only_read_by(
         if func is not None:
             local = {**local, **{f"self.{name}": m for name, m in methods.items()}}
             skip = 1
+    if func is None and ctx is not None and isinstance(call.func, ast.Attribute):
+        # `self.model.serialize(self.model, self.optimizer, epoch)`: a static method of one class of the file
+        statics = [
+            m
+            for cls in ctx.kinds.classes.values()
+            for m in cls.body
+            if isinstance(m, ast.FunctionDef) and m.name == call.func.attr and is_static(m)
+        ]
+        func = statics[0] if len(statics) == 1 else None
     if func is None or any(isinstance(a, ast.Starred) for a in call.args):
         return False
     names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]][skip:]
