@@ -3705,8 +3705,9 @@ class _Flow(CallsMixin):
             for i, n in [(index, node.slice), *indices]
             if i.what in (*TENSORISH, "any") and i.where == DEVICE and not i.scalar
         ]
-        if owner.what in TENSORISH and owner.where == HOST and not owner.scalar and on_device:
+        if owner.what in TENSORISH and owner.where == HOST and on_device:
             # `labels[~mask]` with `mask` on the device: PyTorch takes CPU indices into a GPU tensor, not the reverse
+            # (a tensor indexed with a tensor of indices has a dimension at least: a 0-dim one cannot be indexed)
             name = self.label(owner, node.value)
             where = on_device[0][0].dev or "device"
             indexed = short(self.segment(on_device[0][1]))
