@@ -761,6 +761,13 @@ class CallsMixin(DevicesMixin):
         loader_named = isinstance(first, ast.Name | ast.Attribute) and loader_name(first)
         if full == "next" and args and args[0].what == "unknown" and loader_named:
             return Val("batch")  # `next(train_iterator)` of a parameter: a batch of unknown place
+        if (
+            full == "next"
+            and len(node.args) == 1
+            and isinstance(first, ast.Call)
+            and self.ctx.call_name(first) in ("enumerate", "zip", "iter")
+        ):  # `j, data = next(enumerate(testdataloader, 0))`: the first item of what it iterates
+            return self._element(first, args[0])
         if full in ("next", "iter") and len(args) == 1 and args[0].what == "seq" and args[0].element is not None:
             return args[0] if full == "iter" else args[0].element  # `next(gen)` of a generator of the file
         if full in TENSOR_DATASETS:
