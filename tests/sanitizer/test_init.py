@@ -662,6 +662,23 @@ def test_batchnorm_model_scored_in_training_mode_after_training_is_reported():
     assert "scored (eq)" in report.findings[0].message
 
 
+def test_batchnorm_model_whose_evaluation_forward_fails_in_training_mode_is_reported():
+    # DeepLabV3+'s `validate` without `model.eval()`: one image reaches a BatchNorm after global pooling, which in
+    # training mode raises before any output can be scored; the training mode is the cause, and the report says so
+    pooled = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.Unflatten(1, (8, 1)), nn.BatchNorm1d(8))
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        _train_steps(pooled)
+        with torch.no_grad(), pytest.raises(ValueError, match="more than 1 value per channel"):
+            pooled(torch.randn(1, 4))
+        pooled.eval()
+        with torch.no_grad():
+            pooled(torch.randn(1, 4))
+    line = test_batchnorm_model_whose_evaluation_forward_fails_in_training_mode_is_reported.__code__.co_firstlineno + 8
+    assert [("inference-in-train-mode", line)] == [(f.kind, f.where.line) for f in report.findings]
+    assert "its forward failed (Expected more than 1 value per channel" in report.findings[0].message
+
+
 def test_batchnorm_model_with_a_loss_under_no_grad_is_reported_and_sampling_is_not():
     with ferry.sanitize() as report, warnings.catch_warnings(record=True):
         warnings.simplefilter("always")

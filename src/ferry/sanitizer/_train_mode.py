@@ -31,6 +31,7 @@ different answer. Calling ``model.eval()`` (or ``model.train()``, to say trainin
 from __future__ import annotations
 
 import re
+import sys
 import weakref
 from collections.abc import Callable
 from types import CodeType
@@ -247,7 +248,9 @@ class TrainModeWatch:
             else:
                 self._report(module, where, layers)
         scored = self._scored.pop(module, None)
-        if scored is not None:
+        if scored is not None and output is None and sys.exc_info()[0] is not None:
+            self._crashed(module, scored, sys.exc_info()[1])
+        elif scored is not None:
             self._watch(output, (type(module).__name__, *scored))
         if module in self._evaluated:
             self._until_backward(output, module, self._evaluated)
@@ -322,6 +325,28 @@ class TrainModeWatch:
             )
             return
         self._watch(result, found)
+
+    def _crashed(
+        self, module: nn.Module, scored: tuple[SourceLine, list[str], str], error: BaseException | None
+    ) -> None:
+        """A trained BatchNorm model, called for evaluation in training mode, raised in its forward.
+
+        DeepLabV3+'s `validate` without `model.eval()`: a batch of one image reaches a BatchNorm after global
+        pooling, which in training mode needs more than one value per channel ("Expected more than 1 value per
+        channel when training"); the training mode is the cause.
+        """
+        where, layers, how = scored
+        shown = ", ".join(layers[:4]) + (f" and {len(layers) - 4} more" if len(layers) > 4 else "")
+        said = str(error).splitlines()[0][:120] if error is not None else ""
+        self.emit(
+            "inference-in-train-mode",
+            where,
+            f"inference-in-train-mode: {type(module).__name__} is called at {where.described()} {how} in training "
+            f"mode after it trained, and its forward failed ({said}): its {shown} use the statistics of each "
+            f"evaluation batch. Call `model.eval()` before evaluating (and `model.train()` before training again).",
+            None,
+            None,
+        )
 
     def _label(self, tensor: torch.Tensor) -> bool:
         """Whether ``tensor`` holds labels.
