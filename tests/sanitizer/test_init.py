@@ -662,6 +662,27 @@ def test_batchnorm_model_scored_in_training_mode_after_training_is_reported():
     assert "scored (eq)" in report.findings[0].message
 
 
+def test_loaded_model_wrapped_in_data_parallel_predicting_in_training_mode_is_reported():
+    # DeepLabV3+'s `--test_only`: weights restored, then `model = nn.DataParallel(model)`; the wrapper is the root
+    # module called for prediction, and runs the loaded model in training mode unless `model.eval()` came first
+    with ferry.sanitize() as report, warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        net = _norm_net()
+        net.load_state_dict(_norm_net().state_dict())
+        wrapped = nn.DataParallel(net)
+        with torch.no_grad():
+            wrapped(torch.randn(4, 4))
+        checked = _norm_net()
+        checked.load_state_dict(net.state_dict())
+        checked = nn.DataParallel(checked)
+        checked.eval()
+        with torch.no_grad():
+            checked(torch.randn(4, 4))
+    line = test_loaded_model_wrapped_in_data_parallel_predicting_in_training_mode_is_reported.__code__.co_firstlineno
+    assert [("inference-in-train-mode", line + 9)] == [(f.kind, f.where.line) for f in report.findings]
+    assert "DataParallel is called" in report.findings[0].message
+
+
 def test_batchnorm_model_whose_evaluation_forward_fails_in_training_mode_is_reported():
     # DeepLabV3+'s `validate` without `model.eval()`: one image reaches a BatchNorm after global pooling, which in
     # training mode raises before any output can be scored; the training mode is the cause, and the report says so

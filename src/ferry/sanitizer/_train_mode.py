@@ -159,6 +159,11 @@ class TrainModeWatch:
 
     def root_forward(self, module: nn.Module) -> None:
         """A root module's forward starts (cheap when ``module`` is not watched)."""
+        inner = getattr(module, "module", None) if isinstance(module, _WRAPPERS) else None
+        if module not in self._loaded and isinstance(inner, nn.Module) and inner in self._loaded and module.training:
+            # `model.load_state_dict(...)`, then `model = nn.DataParallel(model)`: the wrapper runs the loaded model
+            self._loaded.add(module)
+            self._how[module] = self._how.get(inner, "load_state_dict")
         if module not in self._loaded:
             if module in self._trained and module.training:
                 if not torch.is_grad_enabled():
@@ -416,6 +421,9 @@ class TrainModeWatch:
             None,
         )
 
+
+#: Wrappers that run the module they hold (``wrapper.module``) as their forward.
+_WRAPPERS = (nn.DataParallel, nn.parallel.DistributedDataParallel)
 
 #: Loss functions whose names do not say "loss" (``torch.nn.functional``).
 _LOSSES = frozenset(
