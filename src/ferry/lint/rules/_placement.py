@@ -1027,6 +1027,9 @@ def _collated(val: Val) -> Val:
     return UNKNOWN
 
 
+#: Progress bars that iterate over what they wrap (``tqdm(loader)`` gives the loader's batches).
+_PROGRESS_BARS = ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm")
+
 #: Words of an ``if`` test that may choose a device rather than a model.
 _DEVICE_TEST_WORDS = ("cuda", "cpu", "gpu", "device", "mps", "accel", "xpu", "distributed", "rank", "parallel")
 
@@ -3129,7 +3132,7 @@ class _Flow(CallsMixin):
         ``with tqdm(enumerate(train_loader)) as t: for _, (x, y) in t:`` (DeepCTR's ``fit``): ``tqdm.__enter__``
         returns the bar, whose items are the iterable's.
         """
-        if full in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm") and isinstance(expr, ast.Call) and expr.args:
+        if full in _PROGRESS_BARS and isinstance(expr, ast.Call) and expr.args:
             element = self._element(expr, self._peek(expr))
             if element.what != "unknown":
                 return Val("seq", element=element)
@@ -3961,7 +3964,7 @@ class _Flow(CallsMixin):
             return None
         call = bound[0].value
         name = self.ctx.call_name(call)
-        if name in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "iter") and call.args:
+        if name in (*_PROGRESS_BARS, "iter") and call.args:
             return call.args[0]
         return None
 
@@ -3989,7 +3992,7 @@ class _Flow(CallsMixin):
                 return Val("tuple", items=tuple(self._element(a, self._peek(a)) for a in args))
             if name in ("range", "len"):
                 return NUMBER
-            if name in ("iter", "list", "tuple", "sorted", "reversed", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm") and args:
+            if name in ("iter", "list", "tuple", "sorted", "reversed", *_PROGRESS_BARS) and args:
                 return self._element(args[0], self._peek(args[0]))
             func = iterable.func
             weights = self._weights_of(func)
